@@ -1,0 +1,2 @@
+-- Remove one custom model.
+DELETE FROM custom_models WHERE id = $id
