@@ -1,0 +1,327 @@
+"""Ceilings of a scenario: step time, tokens/s, TTFT, memory fit, cost.
+
+`evaluate(catalogue, scenarios)` takes a frame of scenarios (or a list of
+`Scenario` records) and returns one row per scenario; every figure is computed
+by one Polars chain over all of them (see `core.perfmodel`). The steps a
+scenario needs (decode or speculative verify, the draft model's decode, one
+prompt's prefill) are deduplicated first, so a sweep evaluates each distinct
+step once.
+
+Rules stated once:
+- decode step: batch sequences, one new token each (k + 1 under speculative
+  decoding), attending to `context` cached tokens.
+- time to first token: the prefill of one prompt of `prompt` tokens on the
+  same GPUs (the lm_head runs on the last token only).
+- memory fit: weights (+ draft weights) + KV(batch, context) must fit in
+  num_gpus x memory x (1 - reserve_fraction). A scenario that does not fit
+  gets no throughput (null) and the flag "does not fit".
+- speculative decoding: draft length k, acceptance a: expected tokens per
+  verify step (1 - a^(k+1)) / (1 - a); one cycle = k draft decode steps +
+  one target step over k + 1 tokens per sequence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+from core.catalogue import Catalogue, UnknownIdError
+from core.perfmodel import operation_costs, peak_columns, step_totals, with_effective_peak, with_precision_columns
+from core.precisions import FORMATS, default_compute
+from core.specs import Scenario
+
+SCENARIO_DEFAULTS: dict[str, Any] = {
+    name: field.default for name, field in Scenario.model_fields.items() if field.default is not None or name == "compute"
+}
+
+_STEP_KEY = (
+    "gpu_id",
+    "model_id",
+    "num_gpus",
+    "weights",
+    "compute",
+    "kv",
+    "batch",
+    "q",
+    "cached",
+    "prefill",
+    "eff_bandwidth",
+    "eff_compute",
+    "flash",
+    "overhead_s",
+)
+
+
+def scenario_frame(scenarios: Sequence[Scenario] | pl.DataFrame) -> pl.DataFrame:
+    """Normalise scenarios into a frame with every Scenario column and a scenario_id."""
+    if isinstance(scenarios, pl.DataFrame):
+        frame = scenarios
+    else:
+        frame = pl.DataFrame([s.model_dump() for s in scenarios])
+    for name, value in SCENARIO_DEFAULTS.items():
+        if name not in frame.columns:
+            frame = frame.with_columns(pl.lit(value).alias(name))
+    if "spec_draft_model" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("spec_draft_model"))
+    defaults = {w: default_compute(w) for w in FORMATS}
+    frame = frame.with_columns(
+        pl.coalesce(pl.col("compute").cast(pl.String), pl.col("weights").replace_strict(defaults, return_dtype=pl.String)).alias("compute"),
+        pl.col("spec_draft_model").cast(pl.String),
+    )
+    if "scenario_id" not in frame.columns:
+        frame = frame.with_row_index("scenario_id")
+    return frame
+
+
+def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame) -> pl.DataFrame:
+    """One row per scenario: step time, tokens/s, TTFT, bytes, intensity, fit, cost, flags."""
+    scen = scenario_frame(scenarios)
+    _check_ids(cat, scen)
+    spec = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
+    common = [pl.col("gpu").alias("gpu_id")] + [
+        pl.col(c) for c in ("num_gpus", "weights", "compute", "kv", "eff_bandwidth", "eff_compute", "overhead_s")
+    ]
+    flash = pl.col("flash_attention").alias("flash")
+    decode = scen.select(
+        "scenario_id", *common, flash, pl.col("model").alias("model_id"), pl.col("batch"),
+        pl.when(spec).then(pl.col("spec_draft_len") + 1).otherwise(1).alias("q"),
+        pl.col("context").alias("cached"), pl.lit(False).alias("prefill"), pl.lit("decode").alias("role"),
+    )
+    prefill = scen.select(
+        "scenario_id", *common, flash, pl.col("model").alias("model_id"), pl.lit(1).alias("batch"), pl.col("prompt").alias("q"),
+        pl.lit(0).alias("cached"), pl.lit(True).alias("prefill"), pl.lit("prefill").alias("role"),
+    )
+    draft = scen.filter(spec).select(
+        "scenario_id", *common, flash, pl.col("spec_draft_model").alias("model_id"), pl.col("batch"), pl.lit(1).alias("q"),
+        pl.col("context").alias("cached"), pl.lit(False).alias("prefill"), pl.lit("draft").alias("role"),
+    )
+    wanted = pl.concat([decode, prefill, draft], how="vertical_relaxed").with_columns(
+        pl.col("batch").cast(pl.Int64), pl.col("q").cast(pl.Int64), pl.col("cached").cast(pl.Int64), pl.col("num_gpus").cast(pl.Int64)
+    )
+    steps = wanted.select(_STEP_KEY).unique().with_row_index("step_id")
+    totals = step_results(cat, steps)
+    per_role = wanted.join(totals, on=list(_STEP_KEY), how="left")
+
+    def role(name: str, cols: list[str]) -> pl.DataFrame:
+        return per_role.filter(pl.col("role") == name).select("scenario_id", *[pl.col(c).alias(f"{name}_{c}") for c in cols])
+
+    step_cols = [
+        "step_time_s", "flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_write_bytes", "act_bytes",
+        "comm_time_s", "memory_bound_time_s", "compute_bound_time_s", "intensity", "bound",
+        "compute_used", "peak_flops", "compute_flag", "comm_flag", "bandwidth_bytes_per_s",
+    ]
+    out = (
+        scen.join(role("decode", step_cols), on="scenario_id", how="left")
+        .join(role("prefill", ["step_time_s", "flops", "bytes", "intensity", "bound"]), on="scenario_id", how="left")
+        .join(role("draft", ["step_time_s"]), on="scenario_id", how="left")
+    )
+    out = _with_memory(cat, out)
+    return _finish(out)
+
+
+def step_results(cat: Catalogue, steps: pl.DataFrame) -> pl.DataFrame:
+    """Per distinct step: totals over operations (see core.perfmodel.step_totals)."""
+    lf = _steps_with_hardware(cat, steps)
+    costs = operation_costs(lf, cat.ops.lazy())
+    return step_totals(costs, lf).collect()
+
+
+def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode") -> pl.DataFrame:
+    """The per-operation roofline of one step of a scenario (decode or prefill).
+
+    One row per operation and layer group: FLOPs, bytes (weights, activations,
+    KV), intensity, bound side, time (all layers of the group) and share of the
+    step's operation time.
+    """
+    s = scenario_frame([scenario]).row(0, named=True)
+    is_prefill = phase == "prefill"
+    step = pl.DataFrame(
+        {
+            "step_id": [0],
+            "gpu_id": [s["gpu"]],
+            "model_id": [s["model"]],
+            "num_gpus": [s["num_gpus"]],
+            "weights": [s["weights"]],
+            "compute": [s["compute"]],
+            "kv": [s["kv"]],
+            "batch": [1 if is_prefill else s["batch"]],
+            "q": [s["prompt"] if is_prefill else 1],
+            "cached": [0 if is_prefill else s["context"]],
+            "prefill": [is_prefill],
+            "eff_bandwidth": [s["eff_bandwidth"]],
+            "eff_compute": [s["eff_compute"]],
+            "flash": [s["flash_attention"]],
+            "overhead_s": [s["overhead_s"]],
+        }
+    )
+    _check_ids(cat, step)
+    lf = _steps_with_hardware(cat, step)
+    costs = operation_costs(lf, cat.ops.lazy()).collect()
+    total = costs["time_s"].sum()
+    return costs.select(
+        "group", "op", "kind", "layers", "flops", "weight_bytes",
+        pl.col("act_bytes_total").alias("act_bytes"),
+        (pl.col("kv_read_bytes") + pl.col("kv_write_bytes")).alias("kv_bytes"),
+        "bytes", "intensity", "bound", "memory_time_s", "compute_time_s", "time_s",
+        (pl.col("time_s") / total).alias("share"),
+    )
+
+
+def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame) -> pl.LazyFrame:
+    gpus = cat.gpus.select(
+        pl.col("id").alias("gpu_id"), "bandwidth_bytes_per_s", "scaleup_bytes_per_s", *peak_columns()
+    )
+    shapes = pl.DataFrame(
+        {
+            "model_id": list(cat.records),
+            "num_layers": [r.num_layers for r in cat.records.values()],
+            "hidden_size": [r.hidden_size for r in cat.records.values()],
+        }
+    )
+    lf = with_precision_columns(steps).join(gpus.lazy(), on="gpu_id", how="left").join(shapes.lazy(), on="model_id", how="left")
+    return with_effective_peak(lf)
+
+
+def _with_memory(cat: Catalogue, out: pl.DataFrame) -> pl.DataFrame:
+    """Weights, KV cache and reserve against num_gpus x memory; max batch; fewest GPUs."""
+    wb = {k: f.bytes for k, f in FORMATS.items()}
+    attn = cat.ops.filter(pl.col("kind") == "attn").select("model_id", "layers", "kv_elems", "window", "kv_replicated", "kv_heads")
+    ctx = pl.col("context").cast(pl.Float64)
+    held = pl.when(pl.col("window") > 0).then(pl.min_horizontal(ctx, pl.col("window"))).otherwise(ctx)
+    kv_seq = (
+        out.select("scenario_id", pl.col("model").alias("model_id"), "context", "num_gpus")
+        .join(attn, on="model_id", how="inner")
+        .group_by("scenario_id")
+        .agg(
+            (pl.col("layers") * pl.col("kv_elems") * held).sum().alias("kv_elems_per_seq"),
+            pl.col("kv_replicated").max().alias("kv_replicated"),
+            pl.col("kv_heads").min().alias("kv_heads"),
+        )
+    )
+    params = cat.models.select(pl.col("id").alias("model"), pl.col("total_params"))
+    draft_params = cat.models.select(pl.col("id").alias("spec_draft_model"), pl.col("total_params").alias("draft_params"))
+    gpus = cat.gpus.select(
+        pl.col("id").alias("gpu"), "memory_bytes", "power_w", pl.col("name").alias("gpu_name"), "list_price_usd"
+    )
+    n = pl.col("num_gpus").cast(pl.Float64)
+    w_bytes = pl.col("weights").replace_strict(wb, return_dtype=pl.Float64)
+    kv_bytes = pl.col("kv").replace_strict(wb, return_dtype=pl.Float64)
+    uses_draft = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
+    shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
+    return (
+        out.join(kv_seq, on="scenario_id", how="left")
+        .join(params, on="model", how="left")
+        .join(draft_params, on="spec_draft_model", how="left")
+        .join(gpus, on="gpu", how="left")
+        .with_columns(
+            (pl.col("total_params") * w_bytes + pl.when(uses_draft).then(pl.col("draft_params") * w_bytes).otherwise(0.0)).alias("weight_memory_bytes"),
+            # KV across all GPUs: a cache tensor parallelism cannot shard is held on every GPU
+            (pl.col("kv_elems_per_seq") * kv_bytes * n / shard).alias("kv_bytes_per_seq_all_gpus"),
+            (n * pl.col("memory_bytes")).alias("capacity_bytes"),
+            (pl.col("reserve_fraction") * n * pl.col("memory_bytes")).alias("reserve_bytes"),
+        )
+        .with_columns(
+            (pl.col("kv_bytes_per_seq_all_gpus") * pl.col("batch")).alias("kv_memory_bytes"),
+            (pl.col("capacity_bytes") - pl.col("reserve_bytes")).alias("usable_bytes"),
+        )
+        .with_columns(
+            (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes") + pl.col("reserve_bytes")).alias("memory_required_bytes"),
+            (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes") <= pl.col("usable_bytes")).alias("fits"),
+            ((pl.col("usable_bytes") - pl.col("weight_memory_bytes")) / pl.col("kv_bytes_per_seq_all_gpus"))
+            .floor()
+            .clip(lower_bound=0)
+            .cast(pl.Int64)
+            .alias("max_batch"),
+            # fewest GPUs holding the weights and one sequence at this context
+            _min_gpus(
+                pl.col("weight_memory_bytes"),
+                pl.col("kv_elems_per_seq") * kv_bytes,
+                pl.col("memory_bytes") * (1.0 - pl.col("reserve_fraction")),
+                pl.col("kv_replicated") == 1,
+            ).alias("min_gpus"),
+        )
+    )
+
+
+def _min_gpus(weights: pl.Expr, kv_one: pl.Expr, usable_per_gpu: pl.Expr, replicated: pl.Expr) -> pl.Expr:
+    sharded = ((weights + kv_one) / usable_per_gpu).ceil()
+    room = usable_per_gpu - kv_one
+    repl = pl.when(room > 0).then((weights / room).ceil()).otherwise(None)
+    return pl.when(replicated).then(repl).otherwise(sharded).cast(pl.Int64)
+
+
+def _finish(out: pl.DataFrame) -> pl.DataFrame:
+    a = pl.col("spec_acceptance")
+    k = pl.col("spec_draft_len").cast(pl.Float64)
+    spec = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
+    expected = pl.when(spec).then((1.0 - a.pow(k + 1.0)) / (1.0 - a)).otherwise(1.0)
+    cycle = pl.col("decode_step_time_s") + pl.when(spec).then(k * pl.col("draft_step_time_s")).otherwise(0.0)
+    n = pl.col("num_gpus").cast(pl.Float64)
+    agg_bw = n * pl.col("decode_bandwidth_bytes_per_s") * pl.col("eff_bandwidth")
+    fits = pl.col("fits")
+    per_user = pl.when(fits).then(pl.col("tokens_per_step") / pl.col("cycle_time_s")).otherwise(None)
+    flags = pl.concat_list(
+        pl.col("decode_compute_flag"),
+        pl.col("decode_comm_flag"),
+        pl.when(~fits).then(pl.format("does not fit: needs {} GB of {} GB usable", (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes")) / 1e9, (pl.col("usable_bytes") / 1e9).round(1))).otherwise(None),
+        pl.when(pl.col("spec_draft_len") > 0).then(pl.when(pl.col("spec_draft_model").is_null()).then(pl.lit("speculative decoding ignored: no draft model")).otherwise(None)).otherwise(None),
+    ).list.drop_nulls()
+    return (
+        out.with_columns(expected.alias("tokens_per_step"), cycle.alias("cycle_time_s"))
+        .with_columns(
+            per_user.alias("tokens_per_s_per_user"),
+            (per_user * pl.col("batch")).alias("tokens_per_s_total"),
+            pl.when(fits).then(pl.col("cycle_time_s") / pl.col("tokens_per_step")).otherwise(None).alias("time_per_output_token_s"),
+            pl.col("decode_step_time_s").alias("step_time_s"),
+            pl.col("prefill_step_time_s").alias("ttft_s"),
+            (pl.col("prompt") / pl.col("prefill_step_time_s")).alias("prefill_tokens_per_s"),
+            pl.col("decode_flops").alias("flops"),
+            pl.col("decode_bytes").alias("bytes"),
+            pl.col("decode_weight_bytes").alias("weight_bytes"),
+            (pl.col("decode_kv_read_bytes") + pl.col("decode_kv_write_bytes")).alias("kv_bytes"),
+            pl.col("decode_intensity").alias("intensity"),
+            pl.col("decode_bound").alias("bound"),
+            pl.col("decode_peak_flops").alias("peak_flops"),
+            pl.col("decode_compute_used").alias("compute_used"),
+            pl.col("decode_bandwidth_bytes_per_s").alias("bandwidth_bytes_per_s"),
+            (pl.col("decode_peak_flops") / pl.col("decode_bandwidth_bytes_per_s")).alias("ridge"),
+            # the seeds' bandwidth-only ceilings: aggregate bandwidth / bytes read per step
+            # (pure bounds from bytes alone, shown whether or not the scenario fits)
+            (agg_bw / pl.col("decode_weight_bytes")).alias("bandwidth_ceiling_tokens_per_s"),
+            (agg_bw / (pl.col("decode_weight_bytes") + pl.col("decode_kv_read_bytes"))).alias("bandwidth_ceiling_with_kv_tokens_per_s"),
+            flags.alias("flags"),
+        )
+        .with_columns(
+            (pl.col("bandwidth_ceiling_tokens_per_s") * pl.col("batch")).alias("bandwidth_ceiling_tokens_per_s_total"),
+            (pl.col("bandwidth_ceiling_with_kv_tokens_per_s") * pl.col("batch")).alias("bandwidth_ceiling_with_kv_tokens_per_s_total"),
+            pl.when(pl.col("usd_per_gpu_hour") > 0)
+            .then(pl.col("usd_per_gpu_hour") * n / (pl.col("tokens_per_s_total") * 3600.0) * 1e6)
+            .otherwise(None)
+            .alias("usd_per_million_tokens"),
+            (pl.col("tokens_per_s_total") / (n * pl.col("power_w"))).alias("tokens_per_s_per_watt"),
+            (pl.col("flops") / pl.col("step_time_s") / (n * pl.col("peak_flops"))).alias("compute_utilisation"),
+            (pl.col("bytes") / pl.col("step_time_s") / agg_bw).alias("bandwidth_utilisation"),
+        )
+    )
+
+
+def _check_ids(cat: Catalogue, scen: pl.DataFrame) -> None:
+    gpu_col = "gpu" if "gpu" in scen.columns else "gpu_id"
+    model_col = "model" if "model" in scen.columns else "model_id"
+    known_gpus = set(cat.gpus["id"].to_list())
+    for gid in scen[gpu_col].unique().to_list():
+        if gid not in known_gpus:
+            raise UnknownIdError("accelerator", gid, sorted(known_gpus))
+    models = scen[model_col].unique().to_list()
+    if "spec_draft_model" in scen.columns:
+        models += [m for m in scen["spec_draft_model"].unique().to_list() if m is not None]
+    for mid in models:
+        if mid not in cat.records:
+            raise UnknownIdError("model", mid, sorted(cat.records))
+
+
+def ceiling(cat: Catalogue, scenario: Scenario) -> dict[str, Any]:
+    """The results of one scenario as a dict (the CLI's `ceiling` record)."""
+    return evaluate(cat, [scenario]).row(0, named=True)

@@ -1,0 +1,284 @@
+"""Command line: the same core functions as the app, JSON out.
+
+    python -m core.cli gpus --json
+    python -m core.cli models --json
+    python -m core.cli model-from-config PATH --json
+    python -m core.cli ridge --gpu h100-sxm [--precision bf16] --json
+    python -m core.cli ceiling --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --batch 32 --json [--ops]
+    python -m core.cli sweep [--gpu ID ...] [--model ID ...] --out FILE.parquet|FILE.csv
+
+Every command takes --db PATH (default: ROOFLINE_DB or data/roofline.duckdb).
+Errors print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import ValidationError
+
+from core.catalogue import CatalogueError, UnknownIdError, load_catalogue
+from core.ceilings import ceiling, operation_table
+from core.model_config import ConfigError, load_config, model_from_config, slugify
+from core.model_costs import summary
+from core.precisions import PEAK_PRECISIONS, UnknownPrecisionError, compute_precision
+from core.roofline import ridge_points
+from core.specs import Scenario
+from core.store import StoreError, get_store
+from core.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.func(args)
+    except (CliError, UnknownIdError, CatalogueError, ConfigError, UnknownPrecisionError, StoreError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]).replace("_", "-")
+        print(f"error: --{field}: {err['msg']}", file=sys.stderr)
+        return 2
+    if result is not None:
+        print(json.dumps(_clean(result), indent=2 if not args.json else None))
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m core.cli", description="Roofline Explorer command line")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", help="DuckDB store path (default: ROOFLINE_DB or data/roofline.duckdb)")
+    common.add_argument("--json", action="store_true", help="compact JSON output (one line)")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("gpus", parents=[common], help="list accelerators").set_defaults(func=cmd_gpus)
+    sub.add_parser("models", parents=[common], help="list models").set_defaults(func=cmd_models)
+
+    mc = sub.add_parser("model-from-config", parents=[common], help="parse a Hugging Face config.json")
+    mc.add_argument("path")
+    mc.add_argument("--id", help="model id (default: from the file name)")
+    mc.set_defaults(func=cmd_model_from_config)
+
+    r = sub.add_parser("ridge", parents=[common], help="ridge point of an accelerator")
+    r.add_argument("--gpu", required=True)
+    r.add_argument("--precision", default="bf16")
+    r.set_defaults(func=cmd_ridge)
+
+    c = sub.add_parser("ceiling", parents=[common], help="ceilings of one scenario")
+    _scenario_args(c)
+    c.add_argument("--ops", action="store_true", help="add the per-operation table of the decode step")
+    c.set_defaults(func=cmd_ceiling)
+
+    s = sub.add_parser("sweep", parents=[common], help="sweep a grid of scenarios to a file")
+    s.add_argument("--gpu", action="append", help="accelerator id (repeatable; default: all)")
+    s.add_argument("--model", action="append", help="model id (repeatable; default: all)")
+    s.add_argument("--weights", action="append", help=f"weight formats (default: {' '.join(DEFAULT_WEIGHTS)})")
+    s.add_argument("--batch", action="append", type=int, help="batch sizes (default: 1..1024 in powers of two)")
+    s.add_argument("--context", action="append", type=int, help="context lengths in tokens")
+    s.add_argument("--num-gpus", action="append", type=int, help="GPU counts (default: 1)")
+    s.add_argument("--kv", default="bf16")
+    s.add_argument("--prompt", type=int, default=2048)
+    s.add_argument("--out", required=True, help="output file, .parquet or .csv")
+    s.set_defaults(func=cmd_sweep)
+    return p
+
+
+def _scenario_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", required=True, help="accelerator id")
+    p.add_argument("--model", required=True, help="model id")
+    p.add_argument("--num-gpus", type=int, default=1, help="tensor-parallel degree")
+    p.add_argument("--batch", type=int, default=1, help="sequences decoded together")
+    p.add_argument("--context", type=int, default=4096, help="tokens already in each sequence's cache")
+    p.add_argument("--prompt", type=int, default=2048, help="prompt length for time to first token")
+    p.add_argument("--weights", default="bf16", help="weight format")
+    p.add_argument("--compute", default=None, help="compute format (default: from the weight format)")
+    p.add_argument("--kv", default="bf16", help="KV-cache format")
+    p.add_argument("--spec-draft-len", type=int, default=0, help="speculative decoding: draft tokens per step")
+    p.add_argument("--spec-acceptance", type=float, default=0.7, help="speculative decoding: acceptance rate, 0 <= a < 1")
+    p.add_argument("--spec-draft-model", default=None, help="speculative decoding: draft model id")
+    p.add_argument("--eff-bandwidth", type=float, default=1.0, help="achievable share of peak bandwidth")
+    p.add_argument("--eff-compute", type=float, default=1.0, help="achievable share of peak compute")
+    p.add_argument("--reserve-fraction", type=float, default=0.10, help="memory held back (activations, runtime)")
+    p.add_argument("--usd-per-gpu-hour", type=float, default=0.0, help="price per GPU-hour in USD")
+    p.add_argument("--unfused-attention", action="store_true", help="write the score matrix to HBM")
+
+
+def _catalogue(args: argparse.Namespace) -> Any:
+    return load_catalogue(get_store(args.db))
+
+
+def cmd_gpus(args: argparse.Namespace) -> list[dict[str, Any]]:
+    gpus = _catalogue(args).gpus
+    out = []
+    for row in gpus.iter_rows(named=True):
+        out.append(
+            {
+                "id": row["id"],
+                "name": row["name"],
+                "vendor": row["vendor"],
+                "form_factor": row["form_factor"],
+                "year": row["year"],
+                "memory_bytes": row["memory_bytes"],
+                "bandwidth_bytes_per_s": row["bandwidth_bytes_per_s"],
+                "peak_flops": {p: row[f"peak_{p}"] for p in PEAK_PRECISIONS},
+                "power_w": row["power_w"],
+                "scaleup_bytes_per_s": row["scaleup_bytes_per_s"],
+                "list_price_usd": row["list_price_usd"],
+                "sources": [s.strip() for s in (row["sources"] or "").split(";") if s.strip()],
+                "notes": row["notes"],
+                "custom": row["custom"],
+            }
+        )
+    return out
+
+
+def cmd_models(args: argparse.Namespace) -> list[dict[str, Any]]:
+    models = _catalogue(args).models
+    keep = [
+        "id", "name", "architecture", "layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "attention",
+        "experts", "experts_per_token", "window", "native_weights", "total_params", "active_params",
+        "kv_bytes_per_token_bf16", "published_total_params", "params_source", "custom",
+    ]
+    return [{("kv_bytes_per_token" if k == "kv_bytes_per_token_bf16" else k): r[k] for k in keep} for r in models.iter_rows(named=True)]
+
+
+def cmd_model_from_config(args: argparse.Namespace) -> dict[str, Any]:
+    cfg = load_config(args.path)
+    model_id = args.id or slugify(Path(args.path).stem if Path(args.path).stem != "config" else Path(args.path).parent.name)
+    record = model_from_config(cfg, model_id=model_id)
+    s = summary(record)
+    return {
+        **record.model_dump(exclude={"moe_layer_ids", "window_layer_ids"}),
+        "layers": record.num_layers,
+        "moe_layers": record.num_moe_layers,
+        "window_layers": record.num_window_layers,
+        "total_params": s["total_params"],
+        "active_params": s["active_params"],
+        "kv_bytes_per_token": s["kv_elems_per_token"] * 2.0,
+    }
+
+
+def cmd_ridge(args: argparse.Namespace) -> dict[str, Any]:
+    cat = _catalogue(args)
+    cat.gpu(args.gpu)
+    prec = compute_precision(args.precision, argument="--precision")
+    row = ridge_points(cat.gpus.filter(pl.col("id") == args.gpu)).filter(pl.col("precision") == prec)
+    if not row.height:
+        raise CliError(f"--precision: {args.gpu} has no {prec} peak (unsupported natively)")
+    r = row.row(0, named=True)
+    return {
+        "gpu": args.gpu,
+        "precision": prec,
+        "ridge": r["ridge"],
+        "peak_flops": r["peak_flops"],
+        "bandwidth_bytes_per_s": r["bandwidth_bytes_per_s"],
+    }
+
+
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    """A validated Scenario from CLI flags (pydantic names the bad one)."""
+    return Scenario(
+        gpu=args.gpu,
+        model=args.model,
+        num_gpus=args.num_gpus,
+        batch=args.batch,
+        context=args.context,
+        prompt=args.prompt,
+        weights=args.weights,
+        compute=args.compute,
+        kv=args.kv,
+        spec_draft_len=args.spec_draft_len,
+        spec_acceptance=args.spec_acceptance,
+        spec_draft_model=args.spec_draft_model,
+        eff_bandwidth=args.eff_bandwidth,
+        eff_compute=args.eff_compute,
+        reserve_fraction=args.reserve_fraction,
+        usd_per_gpu_hour=args.usd_per_gpu_hour,
+        flash_attention=not args.unfused_attention,
+    )
+
+
+CEILING_FIELDS = (
+    "gpu", "model", "num_gpus", "batch", "context", "prompt", "weights", "compute", "compute_used", "kv",
+    "step_time_s", "time_per_output_token_s", "tokens_per_s_per_user", "tokens_per_s_total", "ttft_s",
+    "flops", "bytes", "weight_bytes", "kv_bytes", "intensity", "ridge", "bound", "peak_flops", "bandwidth_bytes_per_s",
+    "bandwidth_ceiling_tokens_per_s", "bandwidth_ceiling_tokens_per_s_total",
+    "bandwidth_ceiling_with_kv_tokens_per_s", "bandwidth_ceiling_with_kv_tokens_per_s_total",
+    "weight_memory_bytes", "kv_memory_bytes", "reserve_bytes", "memory_required_bytes", "capacity_bytes",
+    "fits", "max_batch", "min_gpus", "tokens_per_step", "usd_per_million_tokens", "tokens_per_s_per_watt",
+    "decode_comm_time_s", "flags",
+)
+
+
+def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
+    cat = _catalogue(args)
+    scenario = scenario_from_args(args)
+    result = ceiling(cat, scenario)
+    out = {k: result[k] for k in CEILING_FIELDS}
+    out["comm_time_s"] = out.pop("decode_comm_time_s")
+    if args.ops:
+        out["ops"] = operation_table(cat, scenario).to_dicts()
+    return out
+
+
+def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    cat = _catalogue(args)
+    out = Path(args.out)
+    if out.suffix not in (".parquet", ".csv"):
+        raise CliError(f"--out: {out.name} must end in .parquet or .csv")
+    for b in args.batch or []:
+        if b < 1:
+            raise CliError(f"--batch: must be at least 1, got {b}")
+    for c in args.context or []:
+        if c < 0:
+            raise CliError(f"--context: must be 0 or more, got {c}")
+    gpus = args.gpu or cat.gpus["id"].to_list()
+    models = args.model or list(cat.records)
+    for g in gpus:
+        cat.gpu(g)
+    for m in models:
+        cat.model(m)
+    grid = scenario_grid(
+        gpus,
+        models,
+        weights=args.weights or DEFAULT_WEIGHTS,
+        batches=args.batch or DEFAULT_BATCHES,
+        contexts=args.context or DEFAULT_CONTEXTS,
+        num_gpus=args.num_gpus or (1,),
+        kv=args.kv,
+        prompt=args.prompt,
+    )
+    Scenario(gpu=gpus[0], model=models[0], kv=args.kv, prompt=args.prompt)  # validates the shared flags
+    result = sweep(cat, grid)
+    if out.suffix == ".parquet":
+        result.write_parquet(out)
+    else:
+        result.with_columns(pl.col("flags").list.join("; ")).write_csv(out)
+    return {"rows": result.height, "out": str(out)}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN and infinities become null."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
+
+
+if __name__ == "__main__":
+    sys.exit(main())
