@@ -258,3 +258,73 @@ def add_custom_model(store: Any, config_text: str, *, model_id: str, name: str, 
 def delete_custom(store: Any, kind: str, entry_id: str) -> None:
     """Delete a custom accelerator or model by id (reference rows cannot be deleted)."""
     store.execute("delete_custom_accelerator" if kind == "accelerator" else "delete_custom_model", id=entry_id)
+
+
+# -- display tables (units in the column names) --------------------------------
+
+
+def accelerator_table(gpus: pl.DataFrame) -> pl.DataFrame:
+    """Accelerators in reading units: GB, TB/s, dense TFLOP/s per precision, W, GB/s."""
+    return gpus.select(
+        pl.col("id"),
+        pl.col("name"),
+        pl.col("vendor"),
+        pl.col("form_factor").alias("form factor"),
+        pl.col("year"),
+        (pl.col("memory_bytes") / 1e9).alias("memory (GB)"),
+        (pl.col("bandwidth_bytes_per_s") / 1e12).alias("bandwidth (TB/s)"),
+        *[(pl.col(f"peak_{p}") / 1e12).alias(f"{p} ({'TOPS' if p.startswith('int') else 'TFLOP/s'})") for p in reversed(PEAK_PRECISIONS)],
+        (pl.col("peak_bf16") / pl.col("bandwidth_bytes_per_s")).alias("bf16 ridge (FLOP/B)"),
+        pl.col("power_w").alias("power (W)"),
+        (pl.col("scaleup_bytes_per_s") / 1e9).alias("scale-up (GB/s)"),
+        pl.col("list_price_usd").alias("list price (USD)"),
+        pl.col("sources").str.split(" ; ").list.first().str.strip_chars().alias("source"),
+        pl.col("sources").alias("all sources"),
+        pl.col("notes"),
+        pl.col("custom"),
+    )
+
+
+def model_table(models: pl.DataFrame) -> pl.DataFrame:
+    """Models in reading units: parameters in billions, KV cache in KiB per token (bf16)."""
+    return models.select(
+        "id",
+        "name",
+        pl.col("architecture"),
+        pl.col("attention"),
+        (pl.col("total_params") / 1e9).alias("total params (B)"),
+        (pl.col("active_params") / 1e9).alias("active params (B)"),
+        (pl.col("published_total_params") / 1e9).alias("published total (B)"),
+        pl.col("layers"),
+        pl.col("hidden_size").alias("hidden"),
+        pl.col("num_heads").alias("heads"),
+        pl.col("num_kv_heads").alias("KV heads"),
+        pl.col("head_dim").alias("head dim"),
+        pl.col("experts"),
+        pl.col("experts_per_token").alias("experts / token"),
+        (pl.col("kv_bytes_per_token_bf16") / 1e3).alias("KV per token, bf16 (kB)"),
+        pl.col("window").alias("sliding window (tokens)"),
+        pl.col("window_layers").alias("window layers"),
+        pl.col("native_weights").alias("native weights"),
+        pl.col("max_context").alias("max context (tokens)"),
+        pl.col("hf_repo").alias("Hugging Face repo"),
+        pl.col("params_source").str.split(" ; ").list.first().str.strip_chars().alias("params source"),
+        pl.col("config_source").alias("config source"),
+        pl.col("notes"),
+        pl.col("custom"),
+    )
+
+
+def filter_table(frame: pl.DataFrame, text: str, **equals: list[str]) -> pl.DataFrame:
+    """Rows whose id or name contains `text` (case-insensitive) and whose columns are in `equals`."""
+    out = frame
+    if text.strip():
+        needle = text.strip().lower()
+        out = out.filter(
+            pl.col("id").str.to_lowercase().str.contains(needle, literal=True)
+            | pl.col("name").str.to_lowercase().str.contains(needle, literal=True)
+        )
+    for column, values in equals.items():
+        if values:
+            out = out.filter(pl.col(column).cast(pl.String).is_in([str(v) for v in values]))
+    return out

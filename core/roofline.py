@@ -148,3 +148,70 @@ def operating_points(cat: Catalogue, scenario: Scenario, batches: Sequence[int] 
         )
         .sort("point", "batch")
     )
+
+
+def decode_matmul_intensity(batch: int, weights: str) -> float:
+    """The seeds' rule of thumb: 2 x batch / bytes per weight (FLOP/byte)."""
+    return 2.0 * batch / storage_format(weights).bytes
+
+
+def ridge_table(gpus: pl.DataFrame, precision: str, batch: int, weights: str) -> pl.DataFrame:
+    """Ridge of each accelerator at `precision` against the decode matmul intensity.
+
+    bound: compute when 2 x batch / bytes per weight reaches the ridge;
+    ridge_batch: the batch at which it would (ceil(ridge x bytes / 2)).
+    """
+    intensity = decode_matmul_intensity(batch, weights)
+    w_bytes = storage_format(weights).bytes
+    return (
+        ridge_points(gpus)
+        .filter(pl.col("precision") == precision)
+        .join(gpus.select("id", "peak_" + precision), on="id", how="left")
+        .with_columns(
+            pl.when(pl.col("ridge") <= intensity).then(pl.lit("compute")).otherwise(pl.lit("memory")).alias("bound"),
+            (pl.col("ridge") * w_bytes / 2.0).ceil().cast(pl.Int64).alias("ridge_batch"),
+        )
+        .drop("peak_" + precision)
+        .sort("ridge")
+    )
+
+
+def plain_reading(points: pl.DataFrame, result: dict[str, object]) -> str:
+    """A short reading of the view, computed from the numbers shown.
+
+    `points` are the operating points at one batch; `result` is the
+    scenario's ceilings record (core.ceilings.ceiling).
+    """
+    by_point = {r["point"]: r for r in points.iter_rows(named=True)}
+    step = by_point.get("decode step")
+    mm = by_point.get("decode matmul")
+    attn = by_point.get("decode attention")
+    pre = by_point.get("prefill step")
+    if step is None or mm is None:
+        return "No operating points for this scenario."
+    lines = []
+    share = float(step["share_of_peak"])
+    if step["bound"] == "memory":
+        lines.append(
+            f"Decode is **memory-bound**: the whole step runs at {step['intensity']:.1f} FLOP/byte against a ridge of "
+            f"{step['ridge']:.0f}, so at most {share:.1%} of peak compute is usable. The levers that help are fewer bytes "
+            "(quantised weights or KV cache, GQA/MLA) and more reuse per byte (a larger batch, speculative decoding); "
+            "more FLOP/s would not."
+        )
+    else:
+        lines.append(
+            f"Decode is **compute-bound** at this batch: {step['intensity']:.1f} FLOP/byte is past the ridge of {step['ridge']:.0f}. "
+            "Adding sequences now adds queueing delay; lower-precision math or more GPUs raise the roof."
+        )
+    if mm["bound"] == "memory":
+        lines.append(f"The decode matmuls need a batch of about **{mm['ridge_batch']:,}** to reach the ridge (now {mm['batch']}).")
+    if attn is not None:
+        lines.append(
+            f"Decode attention sits at {attn['intensity']:.1f} FLOP/byte whatever the batch: every sequence reads its own KV cache."
+        )
+    if pre is not None:
+        lines.append(f"Prefill runs at {pre['intensity']:,.0f} FLOP/byte, **{pre['bound']}-bound**.")
+    flags = result.get("flags") or []
+    if isinstance(flags, list) and flags:
+        lines.append("Note: " + "; ".join(str(f) for f in flags) + ".")
+    return " ".join(lines)

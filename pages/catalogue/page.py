@@ -1,0 +1,69 @@
+"""Catalogue: searchable accelerators and models with units and sources; custom entries."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.catalogue import accelerator_table, filter_table, model_table
+from pages.catalogue.forms import custom_accelerator_form, custom_model_form, delete_custom_form
+from pages.shared.state import catalogue
+from pages.shared.ui import table_download
+
+st.title("Catalogue")
+st.caption("Every accelerator figure is the vendor's dense peak in decimal units, with its source; every model is its own config.json.")
+cat = catalogue()
+
+tab_gpus, tab_models, tab_custom = st.tabs([":material/memory: Accelerators", ":material/neurology: Models", ":material/add_circle: Add your own"])
+
+with tab_gpus:
+    gpus = accelerator_table(cat.gpus)
+    c1, c2, c3 = st.columns([2, 2, 2])
+    text = c1.text_input("Search accelerators", placeholder="e.g. h100, MI300", key="cat_gpu_search", help="Matches id or name.")
+    vendors = c2.multiselect("Vendor", sorted(gpus["vendor"].unique()), key="cat_gpu_vendor", help="Show only these vendors.")
+    forms = c3.multiselect("Form factor", sorted(gpus["form factor"].drop_nulls().unique()), key="cat_gpu_form", help="SXM, PCIe, OAM, chip ...")
+    shown = filter_table(gpus, text, vendor=vendors, **{"form factor": forms})
+    if shown.is_empty():
+        st.info("No accelerator matches these filters.", icon=":material/search_off:")
+    else:
+        st.dataframe(
+            shown,
+            hide_index=True,
+            key="gpu_table",
+            column_config={
+                "source": st.column_config.LinkColumn("source", help="Datasheet or vendor page for the figures"),
+                "bf16 ridge (FLOP/B)": st.column_config.NumberColumn(format="%.0f"),
+            },
+        )
+        st.caption(f"{shown.height} of {gpus.height} accelerators. Empty cells: the precision is not supported natively (never zero).")
+        table_download(shown, "accelerators")
+
+with tab_models:
+    models = model_table(cat.models)
+    c1, c2 = st.columns([2, 2])
+    text = c1.text_input("Search models", placeholder="e.g. llama, qwen3", key="cat_model_search", help="Matches id or name.")
+    kinds = c2.multiselect("Attention", sorted(models["attention"].unique()), key="cat_model_attn", help="MHA, GQA, MQA or MLA.")
+    shown = filter_table(models, text, attention=kinds)
+    if shown.is_empty():
+        st.info("No model matches these filters.", icon=":material/search_off:")
+    else:
+        st.dataframe(
+            shown,
+            hide_index=True,
+            key="model_table",
+            column_config={
+                "total params (B)": st.column_config.NumberColumn(format="%.2f"),
+                "active params (B)": st.column_config.NumberColumn(format="%.2f"),
+                "published total (B)": st.column_config.NumberColumn(format="%.2f"),
+                "params source": st.column_config.LinkColumn("params source"),
+            },
+        )
+        st.caption(f"{shown.height} of {models.height} models. Parameters are computed from each config.json and checked against the published count.")
+        table_download(shown, "models")
+
+with tab_custom:
+    left, right = st.columns(2)
+    with left:
+        custom_accelerator_form()
+    with right:
+        custom_model_form()
+    delete_custom_form()

@@ -1,0 +1,48 @@
+"""Ridge points: how much reuse each accelerator demands, by precision."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.catalogue import filter_table
+from core.charts import ridge_bars, ridge_groups
+from core.roofline import decode_matmul_intensity, ridge_points, ridge_table
+from pages.shared.state import catalogue, scenario
+from pages.shared.ui import chart_exports, table_download
+
+st.title("Ridge points")
+st.caption("Each bar is an accelerator's ridge (dense peak ÷ bandwidth). The dashed line is your decode matmul's intensity ≈ 2 × batch ÷ bytes per weight.")
+cat = catalogue()
+sc = scenario()
+
+c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
+precision = c1.radio("Precision", ["bf16", "fp8", "fp4", "int8", "fp16"], horizontal=True, key="rd_precision",
+                     help="Compute precision whose dense peak sets each ridge. Accelerators without it are absent, not zero.")
+vendors = c2.multiselect("Vendor", sorted(cat.gpus["vendor"].unique()), key="rd_vendor", help="Show only these vendors.")
+forms = c3.multiselect("Form factor", sorted(cat.gpus["form_factor"].drop_nulls().unique()), key="rd_form", help="SXM, PCIe, OAM, chip ...")
+years = c4.slider("Year", 2016, 2026, (2016, 2026), key="rd_year", help="Year of release or announcement.")
+gpus = filter_table(cat.gpus, "", vendor=vendors, form_factor=forms)
+gpus = gpus.filter((gpus["year"] >= years[0]) & (gpus["year"] <= years[1]))
+
+intensity = decode_matmul_intensity(sc.batch, sc.weights)
+table = ridge_table(gpus, precision, sc.batch, sc.weights)
+if table.is_empty():
+    st.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
+    st.stop()
+st.markdown(f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{intensity:,.0f} FLOP/byte**. "
+            f"Compute-bound on **{(table['bound'] == 'compute').sum()}** of {table.height} accelerators.")
+chart = ridge_bars(table, intensity, title=f"Ridge points at {precision} (dense)")
+st.altair_chart(chart)
+chart_exports(chart, f"ridges-{precision}")
+shown = table.select("name", "vendor", "year", "precision", (table["peak_flops"] / 1e12).alias("peak (TFLOP/s)"),
+                     (table["bandwidth_bytes_per_s"] / 1e12).alias("bandwidth (TB/s)"), table["ridge"].alias("ridge (FLOP/B)"),
+                     "bound", table["ridge_batch"].alias("batch to become compute-bound"))
+st.dataframe(shown, hide_index=True, key="rd_table")
+table_download(shown, f"ridges {precision}")
+
+st.subheader("By precision")
+all_ridges = ridge_points(gpus)
+grouped = all_ridges.filter(all_ridges["precision"].is_in(["bf16", "fp8", "fp4"]))
+group_chart = ridge_groups(grouped, title="Ridge points by precision (bf16, fp8, fp4)")
+st.altair_chart(group_chart)
+chart_exports(group_chart, "ridges-by-precision")

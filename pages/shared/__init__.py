@@ -1,0 +1,1 @@
+"""Helpers shared by the pages (Streamlit side only; numbers come from core)."""

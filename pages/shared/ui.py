@@ -1,0 +1,50 @@
+"""Shared renderers: table download, chart export buttons, empty states."""
+
+from __future__ import annotations
+
+import re
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+from core.charts import export_chart
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "export"
+
+
+def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
+    """Neutralise cells a spreadsheet would run as a formula (= + - @ at the start)."""
+    exprs = []
+    for name, dtype in frame.schema.items():
+        if dtype == pl.String:
+            exprs.append(
+                pl.when(pl.col(name).str.contains(r"^[=+\-@\t\r]")).then(pl.lit("'") + pl.col(name)).otherwise(pl.col(name)).alias(name)
+            )
+        elif isinstance(dtype, pl.List):
+            exprs.append(pl.col(name).cast(pl.List(pl.String)).list.join("; ").alias(name))
+    return frame.with_columns(exprs) if exprs else frame
+
+
+def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) -> None:
+    """A CSV download button for a table shown on screen."""
+    st.download_button(
+        ":material/download: CSV",
+        csv_safe(frame).write_csv().encode("utf-8"),
+        file_name=f"{_slug(name)}.csv",
+        mime="text/csv",
+        key=key or f"csv-{_slug(name)}",
+        help=f"Download the {name} table as CSV.",
+    )
+
+
+def chart_exports(chart: alt.TopLevelMixin, name: str) -> None:
+    """PNG and SVG download buttons rendering the same chart offline (vl-convert)."""
+    c1, c2, _ = st.columns([1, 1, 6])
+    slug = _slug(name)
+    c1.download_button(":material/image: PNG", lambda: export_chart(chart, "png"), file_name=f"{slug}.png", mime="image/png",
+                       key=f"png-{slug}", help="Download the chart as a PNG image (2x scale).", on_click="ignore")
+    c2.download_button(":material/polyline: SVG", lambda: export_chart(chart, "svg"), file_name=f"{slug}.svg", mime="image/svg+xml",
+                       key=f"svg-{slug}", help="Download the chart as an SVG vector image.", on_click="ignore")

@@ -1,0 +1,25 @@
+"""Start the app: `streamlit run streamlit_app.py`, without Streamlit's legacy pages/ mode.
+
+Streamlit switches a fresh server into its v1 multipage mode when a folder
+named `pages/` sits beside the main script, until the first `st.navigation`
+call. The first request of a fresh server that is a deep link (a shared
+link such as /roofline?gpu=b200) then gets a "Page not found" dialog before
+st.navigation routes it. This app routes with st.navigation only, so the
+launcher turns that detection off before the server starts.
+
+    python serve.py [streamlit options, e.g. --server.port 8502]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.web import cli
+
+if __name__ == "__main__":
+    PagesManager.uses_pages_directory = False
+    app = str(Path(__file__).resolve().parent / "streamlit_app.py")
+    sys.argv = ["streamlit", "run", app, *sys.argv[1:]]
+    sys.exit(cli.main())
