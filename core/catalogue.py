@@ -30,10 +30,7 @@ SEED_UNITS: dict[str, tuple[str, float]] = {
     "power_w": ("power_w", 1.0),
     "scaleup_gb_s": ("scaleup_bytes_per_s", 1e9),
     "list_price_usd": ("list_price_usd", 1.0),
-    **{
-        f"{p}_{'tops' if p.startswith('int') else 'tflops'}": (f"peak_{p}", 1e12)
-        for p in PEAK_PRECISIONS
-    },
+    **{f"{p}_{'tops' if p.startswith('int') else 'tflops'}": (f"peak_{p}", 1e12) for p in PEAK_PRECISIONS},
 }
 
 
@@ -132,9 +129,7 @@ def model_seed_frame(seed_dir: Path) -> pl.DataFrame:
         "published_active_params",
         "active_rounding",
     ]
-    return frame.drop("config_file").with_columns(
-        pl.Series("config_json", texts), *[pl.col(c).cast(pl.Float64) for c in numeric]
-    )
+    return frame.drop("config_file").with_columns(pl.Series("config_json", texts), *[pl.col(c).cast(pl.Float64) for c in numeric])
 
 
 # -- the loaded catalogue ------------------------------------------------------

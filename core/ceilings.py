@@ -56,10 +56,7 @@ _STEP_KEY = (
 
 def scenario_frame(scenarios: Sequence[Scenario] | pl.DataFrame) -> pl.DataFrame:
     """Normalise scenarios into a frame with every Scenario column and a scenario_id."""
-    if isinstance(scenarios, pl.DataFrame):
-        frame = scenarios
-    else:
-        frame = pl.DataFrame([s.model_dump() for s in scenarios])
+    frame = scenarios if isinstance(scenarios, pl.DataFrame) else pl.DataFrame([s.model_dump() for s in scenarios])
     for name, value in SCENARIO_DEFAULTS.items():
         if name not in frame.columns:
             frame = frame.with_columns(pl.lit(value).alias(name))
@@ -85,17 +82,37 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame) -> pl
     ]
     flash = pl.col("flash_attention").alias("flash")
     decode = scen.select(
-        "scenario_id", *common, flash, pl.col("model").alias("model_id"), pl.col("batch"),
+        "scenario_id",
+        *common,
+        flash,
+        pl.col("model").alias("model_id"),
+        pl.col("batch"),
         pl.when(spec).then(pl.col("spec_draft_len") + 1).otherwise(1).alias("q"),
-        pl.col("context").alias("cached"), pl.lit(False).alias("prefill"), pl.lit("decode").alias("role"),
+        pl.col("context").alias("cached"),
+        pl.lit(False).alias("prefill"),
+        pl.lit("decode").alias("role"),
     )
     prefill = scen.select(
-        "scenario_id", *common, flash, pl.col("model").alias("model_id"), pl.lit(1).alias("batch"), pl.col("prompt").alias("q"),
-        pl.lit(0).alias("cached"), pl.lit(True).alias("prefill"), pl.lit("prefill").alias("role"),
+        "scenario_id",
+        *common,
+        flash,
+        pl.col("model").alias("model_id"),
+        pl.lit(1).alias("batch"),
+        pl.col("prompt").alias("q"),
+        pl.lit(0).alias("cached"),
+        pl.lit(True).alias("prefill"),
+        pl.lit("prefill").alias("role"),
     )
     draft = scen.filter(spec).select(
-        "scenario_id", *common, flash, pl.col("spec_draft_model").alias("model_id"), pl.col("batch"), pl.lit(1).alias("q"),
-        pl.col("context").alias("cached"), pl.lit(False).alias("prefill"), pl.lit("draft").alias("role"),
+        "scenario_id",
+        *common,
+        flash,
+        pl.col("spec_draft_model").alias("model_id"),
+        pl.col("batch"),
+        pl.lit(1).alias("q"),
+        pl.col("context").alias("cached"),
+        pl.lit(False).alias("prefill"),
+        pl.lit("draft").alias("role"),
     )
     wanted = pl.concat([decode, prefill, draft], how="vertical_relaxed").with_columns(
         pl.col("batch").cast(pl.Int64), pl.col("q").cast(pl.Int64), pl.col("cached").cast(pl.Int64), pl.col("num_gpus").cast(pl.Int64)
@@ -108,9 +125,23 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame) -> pl
         return per_role.filter(pl.col("role") == name).select("scenario_id", *[pl.col(c).alias(f"{name}_{c}") for c in cols])
 
     step_cols = [
-        "step_time_s", "flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_write_bytes", "act_bytes",
-        "comm_time_s", "memory_bound_time_s", "compute_bound_time_s", "intensity", "bound",
-        "compute_used", "peak_flops", "compute_flag", "comm_flag", "bandwidth_bytes_per_s",
+        "step_time_s",
+        "flops",
+        "bytes",
+        "weight_bytes",
+        "kv_read_bytes",
+        "kv_write_bytes",
+        "act_bytes",
+        "comm_time_s",
+        "memory_bound_time_s",
+        "compute_bound_time_s",
+        "intensity",
+        "bound",
+        "compute_used",
+        "peak_flops",
+        "compute_flag",
+        "comm_flag",
+        "bandwidth_bytes_per_s",
     ]
     out = (
         scen.join(role("decode", step_cols), on="scenario_id", how="left")
@@ -161,18 +192,26 @@ def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode"
     costs = operation_costs(lf, cat.ops.lazy()).collect()
     total = costs["time_s"].sum()
     return costs.select(
-        "group", "op", "kind", "layers", "flops", "weight_bytes",
+        "group",
+        "op",
+        "kind",
+        "layers",
+        "flops",
+        "weight_bytes",
         pl.col("act_bytes_total").alias("act_bytes"),
         (pl.col("kv_read_bytes") + pl.col("kv_write_bytes")).alias("kv_bytes"),
-        "bytes", "intensity", "bound", "memory_time_s", "compute_time_s", "time_s",
+        "bytes",
+        "intensity",
+        "bound",
+        "memory_time_s",
+        "compute_time_s",
+        "time_s",
         (pl.col("time_s") / total).alias("share"),
     )
 
 
 def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame) -> pl.LazyFrame:
-    gpus = cat.gpus.select(
-        pl.col("id").alias("gpu_id"), "bandwidth_bytes_per_s", "scaleup_bytes_per_s", *peak_columns()
-    )
+    gpus = cat.gpus.select(pl.col("id").alias("gpu_id"), "bandwidth_bytes_per_s", "scaleup_bytes_per_s", *peak_columns())
     shapes = pl.DataFrame(
         {
             "model_id": list(cat.records),
@@ -202,9 +241,7 @@ def _with_memory(cat: Catalogue, out: pl.DataFrame) -> pl.DataFrame:
     )
     params = cat.models.select(pl.col("id").alias("model"), pl.col("total_params"))
     draft_params = cat.models.select(pl.col("id").alias("spec_draft_model"), pl.col("total_params").alias("draft_params"))
-    gpus = cat.gpus.select(
-        pl.col("id").alias("gpu"), "memory_bytes", "power_w", pl.col("name").alias("gpu_name"), "list_price_usd"
-    )
+    gpus = cat.gpus.select(pl.col("id").alias("gpu"), "memory_bytes", "power_w", pl.col("name").alias("gpu_name"), "list_price_usd")
     n = pl.col("num_gpus").cast(pl.Float64)
     w_bytes = pl.col("weights").replace_strict(wb, return_dtype=pl.Float64)
     kv_bytes = pl.col("kv").replace_strict(wb, return_dtype=pl.Float64)
@@ -216,7 +253,9 @@ def _with_memory(cat: Catalogue, out: pl.DataFrame) -> pl.DataFrame:
         .join(draft_params, on="spec_draft_model", how="left")
         .join(gpus, on="gpu", how="left")
         .with_columns(
-            (pl.col("total_params") * w_bytes + pl.when(uses_draft).then(pl.col("draft_params") * w_bytes).otherwise(0.0)).alias("weight_memory_bytes"),
+            (pl.col("total_params") * w_bytes + pl.when(uses_draft).then(pl.col("draft_params") * w_bytes).otherwise(0.0)).alias(
+                "weight_memory_bytes"
+            ),
             # KV across all GPUs: a cache tensor parallelism cannot shard is held on every GPU
             (pl.col("kv_elems_per_seq") * kv_bytes * n / shard).alias("kv_bytes_per_seq_all_gpus"),
             (n * pl.col("memory_bytes")).alias("capacity_bytes"),
@@ -265,8 +304,18 @@ def _finish(out: pl.DataFrame) -> pl.DataFrame:
     flags = pl.concat_list(
         pl.col("decode_compute_flag"),
         pl.col("decode_comm_flag"),
-        pl.when(~fits).then(pl.format("does not fit: needs {} GB of {} GB usable", (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes")) / 1e9, (pl.col("usable_bytes") / 1e9).round(1))).otherwise(None),
-        pl.when(pl.col("spec_draft_len") > 0).then(pl.when(pl.col("spec_draft_model").is_null()).then(pl.lit("speculative decoding ignored: no draft model")).otherwise(None)).otherwise(None),
+        pl.when(~fits)
+        .then(
+            pl.format(
+                "does not fit: needs {} GB of {} GB usable",
+                (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes")) / 1e9,
+                (pl.col("usable_bytes") / 1e9).round(1),
+            )
+        )
+        .otherwise(None),
+        pl.when(pl.col("spec_draft_len") > 0)
+        .then(pl.when(pl.col("spec_draft_model").is_null()).then(pl.lit("speculative decoding ignored: no draft model")).otherwise(None))
+        .otherwise(None),
     ).list.drop_nulls()
     return (
         out.with_columns(expected.alias("tokens_per_step"), cycle.alias("cycle_time_s"))

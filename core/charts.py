@@ -72,19 +72,47 @@ def roofline_chart(
     points = positive(points, "intensity", "attainable_flops")
     x_dom = _log_domain([roofs["intensity"], points["intensity"]], pad=3.0)
     y_dom = _log_domain([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
-    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)"))
-    y = alt.Y("attainable_flops:Q", scale=alt.Scale(type="log", domain=y_dom), axis=alt.Axis(format=SI_FORMAT, title="Attainable performance (FLOP/s)"))
+    x = alt.X(
+        "intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)")
+    )
+    y = alt.Y(
+        "attainable_flops:Q",
+        scale=alt.Scale(type="log", domain=y_dom),
+        axis=alt.Axis(format=SI_FORMAT, title="Attainable performance (FLOP/s)"),
+    )
     series = alt.Color("series:N", title="Roof", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
     kinds = [k for k in ("datasheet", "derated") if k in set(roofs["roof"].to_list())]
-    dash = alt.StrokeDash("roof:N", title="Roof kind", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)]),
-                          legend=alt.Legend() if len(kinds) > 1 else None)
-    roof_layer = alt.Chart(roofs).mark_line(strokeWidth=2.5, clip=True).encode(
-        x=x, y=y, color=series, strokeDash=dash, detail="series:N",
-        tooltip=[alt.Tooltip("series:N", title="Roof"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
-                 alt.Tooltip("peak_flops:Q", format=".3s", title="Peak (FLOP/s)"), alt.Tooltip("bandwidth_bytes_per_s:Q", format=".3s", title="Bandwidth (B/s)")],
+    dash = alt.StrokeDash(
+        "roof:N",
+        title="Roof kind",
+        scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)]),
+        legend=alt.Legend() if len(kinds) > 1 else None,
     )
-    ridges = roofs.filter(pl.col("point") == "ridge").with_columns(pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label"))
-    ridge_dots = alt.Chart(ridges).mark_point(filled=True, size=60, color="black").encode(x=x, y=y, tooltip=[alt.Tooltip("series:N"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)")])
+    roof_layer = (
+        alt.Chart(roofs)
+        .mark_line(strokeWidth=2.5, clip=True)
+        .encode(
+            x=x,
+            y=y,
+            color=series,
+            strokeDash=dash,
+            detail="series:N",
+            tooltip=[
+                alt.Tooltip("series:N", title="Roof"),
+                alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
+                alt.Tooltip("peak_flops:Q", format=".3s", title="Peak (FLOP/s)"),
+                alt.Tooltip("bandwidth_bytes_per_s:Q", format=".3s", title="Bandwidth (B/s)"),
+            ],
+        )
+    )
+    ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
+        pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label")
+    )
+    ridge_dots = (
+        alt.Chart(ridges)
+        .mark_point(filled=True, size=60, color="black")
+        .encode(x=x, y=y, tooltip=[alt.Tooltip("series:N"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)")])
+    )
     ridge_text = alt.Chart(ridges).mark_text(align="left", dx=6, dy=12, fontSize=12, fontWeight="bold").encode(x=x, y=y, text="label:N")
     tips = [
         alt.Tooltip("point:N", title="Operating point"),
@@ -99,24 +127,32 @@ def roofline_chart(
     if paths is not None and paths.height:
         paths = positive(paths, "intensity", "attainable_flops")
         layers.append(
-            alt.Chart(paths).mark_line(strokeWidth=1, opacity=0.45, color="grey", point=alt.OverlayMarkDef(size=12, color="grey"))
+            alt.Chart(paths)
+            .mark_line(strokeWidth=1, opacity=0.45, color="grey", point=alt.OverlayMarkDef(size=12, color="grey"))
             .encode(x=x, y=y, detail="point:N", order="batch:Q", tooltip=tips)
         )
     layers += [ridge_dots, ridge_text]
     layers.append(
-        alt.Chart(points).mark_point(filled=True, size=180, stroke="black", strokeWidth=1).encode(
-            x=x, y=y, shape=alt.Shape("point:N", scale=POINT_SHAPES, title="Operating point"),
-            fill=alt.Fill("bound:N", scale=BOUND_SCALE, title="Bound"), tooltip=tips,
+        alt.Chart(points)
+        .mark_point(filled=True, size=180, stroke="black", strokeWidth=1)
+        .encode(
+            x=x,
+            y=y,
+            shape=alt.Shape("point:N", scale=POINT_SHAPES, title="Operating point"),
+            fill=alt.Fill("bound:N", scale=BOUND_SCALE, title="Bound"),
+            tooltip=tips,
         )
     )
     layers.append(
-        alt.Chart(points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"]))).mark_text(align="right", dx=-10, dy=-8, fontSize=11)
+        alt.Chart(points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"])))
+        .mark_text(align="right", dx=-10, dy=-8, fontSize=11)
         .encode(x=x, y=y, text="point:N")
     )
-    return alt.layer(*layers).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+    chart: alt.LayerChart = alt.layer(*layers).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+    return chart
 
 
-def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = "", width: int = 760) -> alt.LayerChart:
+def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = "", width: int = 760) -> alt.LayerChart | alt.FacetChart:
     """One bar per accelerator (its ridge), a rule at the decode matmul intensity.
 
     Bars whose ridge lies left of the rule (batch large enough) are compute-bound.
@@ -126,23 +162,32 @@ def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = ""
     order = data.sort("ridge")["name"].to_list()
     height = max(220, 24 * len(order))
     lo, hi = _log_domain([data["ridge"], pl.Series([float(decode_intensity)])], pad=2.0)
-    x = alt.X("ridge:Q", scale=alt.Scale(type="log", domain=[lo, hi]), axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"))
-    bars = alt.Chart(data).mark_bar().encode(
-        x=x,
-        x2=alt.datum(lo),
-        y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-        color=alt.Color("bound:N", scale=BOUND_SCALE, title="Decode matmul at this batch"),
-        tooltip=[
-            alt.Tooltip("name:N", title="Accelerator"), alt.Tooltip("precision:N"),
-            alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
-            alt.Tooltip("ridge_batch:Q", format=",", title="Batch needed to become compute-bound"),
-            alt.Tooltip("peak_flops:Q", format=".3s", title="Peak (FLOP/s)"), alt.Tooltip("bandwidth_bytes_per_s:Q", format=".3s", title="Bandwidth (B/s)"),
-        ],
+    x = alt.X(
+        "ridge:Q", scale=alt.Scale(type="log", domain=[lo, hi]), axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale")
+    )
+    bars = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=x,
+            x2=alt.datum(lo),
+            y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            color=alt.Color("bound:N", scale=BOUND_SCALE, title="Decode matmul at this batch"),
+            tooltip=[
+                alt.Tooltip("name:N", title="Accelerator"),
+                alt.Tooltip("precision:N"),
+                alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
+                alt.Tooltip("ridge_batch:Q", format=",", title="Batch needed to become compute-bound"),
+                alt.Tooltip("peak_flops:Q", format=".3s", title="Peak (FLOP/s)"),
+                alt.Tooltip("bandwidth_bytes_per_s:Q", format=".3s", title="Bandwidth (B/s)"),
+            ],
+        )
     )
     rule_df = pl.DataFrame({"ridge": [decode_intensity], "label": [f"decode matmul ≈ {decode_intensity:,.0f} FLOP/byte"]})
     rule = alt.Chart(rule_df).mark_rule(color="black", strokeWidth=2, strokeDash=[4, 3]).encode(x="ridge:Q")
     text = alt.Chart(rule_df).mark_text(align="left", dx=5, dy=8, fontWeight="bold").encode(x="ridge:Q", y=alt.value(0), text="label:N")
-    return alt.layer(bars, rule, text).properties(title=title, width=width, height=height)
+    chart: alt.LayerChart | alt.FacetChart = alt.layer(bars, rule, text).properties(title=title, width=width, height=height)
+    return chart
 
 
 def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 760) -> alt.Chart:
@@ -150,14 +195,28 @@ def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 760) -> 
     data = positive(ridges, "ridge")
     order = data.group_by("name").agg(pl.col("ridge").max()).sort("ridge")["name"].to_list()
     lo, hi = _log_domain([data["ridge"]], pad=2.0)
-    return alt.Chart(data).mark_bar().encode(
-        x=alt.X("ridge:Q", scale=alt.Scale(type="log", domain=[lo, hi]), axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale")),
-        x2=alt.datum(lo),
-        y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-        yOffset=alt.YOffset("precision:N"),
-        color=alt.Color("precision:N", title="Precision"),
-        tooltip=[alt.Tooltip("name:N", title="Accelerator"), alt.Tooltip("precision:N"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)")],
-    ).properties(title=title, width=width, height=max(260, 34 * len(order)))
+    chart: alt.Chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "ridge:Q",
+                scale=alt.Scale(type="log", domain=[lo, hi]),
+                axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"),
+            ),
+            x2=alt.datum(lo),
+            y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            yOffset=alt.YOffset("precision:N"),
+            color=alt.Color("precision:N", title="Precision"),
+            tooltip=[
+                alt.Tooltip("name:N", title="Accelerator"),
+                alt.Tooltip("precision:N"),
+                alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
+            ],
+        )
+        .properties(title=title, width=width, height=max(260, 34 * len(order)))
+    )
+    return chart
 
 
 def _log_domain(series: list[pl.Series], pad: float) -> list[float]:

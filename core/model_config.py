@@ -257,8 +257,7 @@ def _windows(c: dict[str, Any], mtype: str, layers: int) -> tuple[int, list[int]
             return chunk, [i for i, flag in enumerate(nope) if flag]
         interval = _opt_int(c, "nope_layer_interval") or 4
         return chunk, [i for i in range(layers) if (i + 1) % interval != 0]
-    window = c.get("sliding_window")
-    if not window or c.get("use_sliding_window") is False:
+    if not c.get("sliding_window") or c.get("use_sliding_window") is False:
         return 0, []
     window = _int(c, "sliding_window")
     if mtype == "gemma2":

@@ -69,17 +69,14 @@ def operations(model: ModelRecord) -> pl.DataFrame:
     add("final norm", "norm", "model", 1, params=h, in_dim=h, out_dim=h)
     lm_params = 0 if model.tie_embeddings else model.vocab_size * h
     # a tied lm_head still reads the (shared) embedding matrix: bytes yes, params no
-    add("lm_head", "lm_head", "model", 1, params=model.vocab_size * h, in_dim=h, out_dim=model.vocab_size,
-        counted_params=lm_params)
+    add("lm_head", "lm_head", "model", 1, params=model.vocab_size * h, in_dim=h, out_dim=model.vocab_size, counted_params=lm_params)
 
     frame = pl.DataFrame(rows).with_columns(pl.lit(model.id).alias("model_id"))
     for col, dtype in OPS_SCHEMA.items():
         if col not in frame.columns:
             frame = frame.with_columns(pl.lit(None, dtype=dtype).alias(col))
     counted = frame["counted_params"] if "counted_params" in frame.columns else None
-    frame = frame.with_columns(
-        (counted.fill_null(frame["params"]) if counted is not None else frame["params"]).alias("counted_params")
-    )
+    frame = frame.with_columns((counted.fill_null(frame["params"]) if counted is not None else frame["params"]).alias("counted_params"))
     return frame.select([pl.col(c).cast(t) for c, t in OPS_SCHEMA.items()] + [pl.col("counted_params").cast(pl.Float64)])
 
 
@@ -152,9 +149,22 @@ def _attention_rows(model: ModelRecord, group: str, n: int, window: int, add: An
         norm_params += rank
         # decode runs the absorbed form (scores and values over the latent),
         # prefill the decompressed form (per-head keys and values)
-        add("attention (MLA)", "attn", group, n, params=0, heads=heads, kv_elems=rank + rope,
-            pair_flops_decode=2 * heads * (2 * rank + rope), pair_flops_prefill=2 * heads * (nope + rope + v),
-            window=window, kv_replicated=1, kv_heads=1, in_dim=q_out, out_dim=heads * v)
+        add(
+            "attention (MLA)",
+            "attn",
+            group,
+            n,
+            params=0,
+            heads=heads,
+            kv_elems=rank + rope,
+            pair_flops_decode=2 * heads * (2 * rank + rope),
+            pair_flops_prefill=2 * heads * (nope + rope + v),
+            window=window,
+            kv_replicated=1,
+            kv_heads=1,
+            in_dim=q_out,
+            out_dim=heads * v,
+        )
         add("o_proj", "matmul", group, n, params=heads * v * h, in_dim=heads * v, out_dim=h)
     else:
         d, kvh = model.head_dim, model.num_kv_heads
@@ -165,9 +175,22 @@ def _attention_rows(model: ModelRecord, group: str, n: int, window: int, add: An
         add("v_proj", "matmul", group, n, params=h * kvh * d + kb, in_dim=h, out_dim=kvh * d)
         if model.qk_norm:
             norm_params += 2 * d
-        add("attention", "attn", group, n, params=heads if model.attention_sinks else 0, heads=heads,
-            kv_elems=2 * kvh * d, pair_flops_decode=4 * heads * d, pair_flops_prefill=4 * heads * d,
-            window=window, kv_replicated=0, kv_heads=kvh, in_dim=heads * d, out_dim=heads * d)
+        add(
+            "attention",
+            "attn",
+            group,
+            n,
+            params=heads if model.attention_sinks else 0,
+            heads=heads,
+            kv_elems=2 * kvh * d,
+            pair_flops_decode=4 * heads * d,
+            pair_flops_prefill=4 * heads * d,
+            window=window,
+            kv_replicated=0,
+            kv_heads=kvh,
+            in_dim=heads * d,
+            out_dim=heads * d,
+        )
         add("o_proj", "matmul", group, n, params=heads * d * h + (h if model.o_bias else 0), in_dim=heads * d, out_dim=h)
     extra_norms = 2 * h if model.architecture.startswith("gemma") and model.architecture != "gemma" else 0
     add("norms", "norm", group, n, params=norm_params + extra_norms, in_dim=h, out_dim=h)
@@ -190,8 +213,7 @@ def _moe_rows(model: ModelRecord, group: str, n: int, add: Any) -> None:
     per_expert = 3 * h * size if model.mlp_gated else 2 * h * size
     if model.mlp_bias:
         per_expert += (2 * size if model.mlp_gated else size) + h
-    add("experts (routed)", "moe", group, n, params=per_expert, in_dim=2 * h, out_dim=3 * size,
-        experts=e, top_k=model.experts_per_token)
+    add("experts (routed)", "moe", group, n, params=per_expert, in_dim=2 * h, out_dim=3 * size, experts=e, top_k=model.experts_per_token)
     if model.num_shared_experts:
         _mlp_rows(model, group, n, model.num_shared_experts * model.shared_intermediate_size, "shared expert", add)
 

@@ -89,13 +89,7 @@ def windowed_pairs(cached: pl.Expr, q: pl.Expr, window: pl.Expr) -> pl.Expr:
     c = cached + q
     full = (a + c) * q / 2
     w = window
-    capped = (
-        pl.when(c <= w)
-        .then(full)
-        .when(a > w)
-        .then(q * w)
-        .otherwise((a + w) * (w - a + 1) / 2 + (c - w) * w)
-    )
+    capped = pl.when(c <= w).then(full).when(a > w).then(q * w).otherwise((a + w) * (w - a + 1) / 2 + (c - w) * w)
     return pl.when(window > 0).then(capped).otherwise(full)
 
 
@@ -178,7 +172,10 @@ def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame) -> pl.LazyFrame:
         .with_columns(
             (pl.col("weight_bytes") + pl.col("act_bytes_total") + pl.col("kv_read_bytes") + pl.col("kv_write_bytes")).alias("bytes"),
             (
-                ((pl.col("weight_bytes") + pl.col("act_bytes_total")) / n + (pl.col("kv_read_bytes") + pl.col("kv_write_bytes")) / pl.col("kv_shard"))
+                (
+                    (pl.col("weight_bytes") + pl.col("act_bytes_total")) / n
+                    + (pl.col("kv_read_bytes") + pl.col("kv_write_bytes")) / pl.col("kv_shard")
+                )
                 / bw
             ).alias("memory_time_s"),
             (pl.col("flops") / n / peak).alias("compute_time_s"),
@@ -229,10 +226,7 @@ def step_totals(op_costs: pl.LazyFrame, steps: pl.LazyFrame) -> pl.LazyFrame:
             .alias("comm_flag"),
         )
         .with_columns(
-            pl.when(
-                (pl.col("comm_time_s") > pl.col("memory_bound_time_s"))
-                & (pl.col("comm_time_s") > pl.col("compute_bound_time_s"))
-            )
+            pl.when((pl.col("comm_time_s") > pl.col("memory_bound_time_s")) & (pl.col("comm_time_s") > pl.col("compute_bound_time_s")))
             .then(pl.lit("communication"))
             .when(pl.col("memory_bound_time_s") >= pl.col("compute_bound_time_s"))
             .then(pl.lit("memory"))

@@ -36,7 +36,12 @@ def ridge_points(gpus: pl.DataFrame) -> pl.DataFrame:
     Unsupported precisions (null peak) are absent, never zero.
     """
     long = gpus.select(
-        "id", "name", "vendor", "form_factor", "year", "bandwidth_bytes_per_s",
+        "id",
+        "name",
+        "vendor",
+        "form_factor",
+        "year",
+        "bandwidth_bytes_per_s",
         *[pl.col(f"peak_{p}").alias(p) for p in PEAK_PRECISIONS],
     ).unpivot(
         index=["id", "name", "vendor", "form_factor", "year", "bandwidth_bytes_per_s"],
@@ -85,11 +90,25 @@ def roof_lines(
                 )
             )
     out = pl.concat(frames).with_columns(
-        pl.format("{} · {}{}", pl.col("name"), pl.col("precision"), pl.when(pl.col("roof") == "derated").then(pl.lit(" (derated)")).otherwise(pl.lit(""))).alias("series")
+        pl.format(
+            "{} · {}{}",
+            pl.col("name"),
+            pl.col("precision"),
+            pl.when(pl.col("roof") == "derated").then(pl.lit(" (derated)")).otherwise(pl.lit("")),
+        ).alias("series")
     )
     return out.select(
-        "id", "name", "precision", "roof", "series", "point", "intensity", "attainable_flops",
-        pl.col("ridge_used").alias("ridge"), pl.col("P").alias("peak_flops"), pl.col("B").alias("bandwidth_bytes_per_s"),
+        "id",
+        "name",
+        "precision",
+        "roof",
+        "series",
+        "point",
+        "intensity",
+        "attainable_flops",
+        pl.col("ridge_used").alias("ridge"),
+        pl.col("P").alias("peak_flops"),
+        pl.col("B").alias("bandwidth_bytes_per_s"),
     ).sort("series", "intensity")
 
 
@@ -104,9 +123,16 @@ def operating_points(cat: Catalogue, scenario: Scenario, batches: Sequence[int] 
     s = scenario_frame([scenario]).row(0, named=True)
     batch_list = sorted(set(batches or [s["batch"]]))
     base = {
-        "gpu_id": s["gpu"], "model_id": s["model"], "num_gpus": s["num_gpus"], "weights": s["weights"],
-        "compute": s["compute"], "kv": s["kv"], "eff_bandwidth": s["eff_bandwidth"], "eff_compute": s["eff_compute"],
-        "flash": s["flash_attention"], "overhead_s": s["overhead_s"],
+        "gpu_id": s["gpu"],
+        "model_id": s["model"],
+        "num_gpus": s["num_gpus"],
+        "weights": s["weights"],
+        "compute": s["compute"],
+        "kv": s["kv"],
+        "eff_bandwidth": s["eff_bandwidth"],
+        "eff_compute": s["eff_compute"],
+        "flash": s["flash_attention"],
+        "overhead_s": s["overhead_s"],
     }
     rows = [{**base, "batch": b, "q": 1, "cached": s["context"], "prefill": False} for b in batch_list]
     rows.append({**base, "batch": 1, "q": s["prompt"], "cached": 0, "prefill": True})
@@ -119,9 +145,14 @@ def operating_points(cat: Catalogue, scenario: Scenario, batches: Sequence[int] 
     for point, (phase, kinds) in POINTS.items():
         sub = costs.filter((pl.col("prefill") == (phase == "prefill")) & pl.col("kind").is_in(list(kinds)))
         agg = sub.group_by("step_id", "batch").agg(
-            pl.col("flops").sum(), pl.col("bytes").sum(), pl.col("time_s").sum(),
-            pl.col("peak_flops").first(), pl.col("bandwidth_bytes_per_s").first(),
-            pl.col("eff_compute").first(), pl.col("eff_bandwidth").first(), pl.col("compute_used").first(),
+            pl.col("flops").sum(),
+            pl.col("bytes").sum(),
+            pl.col("time_s").sum(),
+            pl.col("peak_flops").first(),
+            pl.col("bandwidth_bytes_per_s").first(),
+            pl.col("eff_compute").first(),
+            pl.col("eff_bandwidth").first(),
+            pl.col("compute_used").first(),
         )
         if phase == "prefill":
             agg = agg.drop("batch").join(pl.DataFrame({"batch": batch_list}), how="cross")
@@ -143,8 +174,19 @@ def operating_points(cat: Catalogue, scenario: Scenario, batches: Sequence[int] 
             (pl.col("ridge") * w_bytes / 2.0).ceil().cast(pl.Int64).alias("ridge_batch"),
         )
         .select(
-            "point", "phase", "batch", "flops", "bytes", "intensity", "attainable_flops", "share_of_peak",
-            "bound", "ridge", "ridge_batch", "compute_used", "time_s",
+            "point",
+            "phase",
+            "batch",
+            "flops",
+            "bytes",
+            "intensity",
+            "attainable_flops",
+            "share_of_peak",
+            "bound",
+            "ridge",
+            "ridge_batch",
+            "compute_used",
+            "time_s",
         )
         .sort("point", "batch")
     )

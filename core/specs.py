@@ -105,9 +105,7 @@ class ModelRecord(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> ModelRecord:
         if self.num_heads % self.num_kv_heads:
-            raise ValueError(
-                f"num_attention_heads ({self.num_heads}) must be a multiple of num_key_value_heads ({self.num_kv_heads})"
-            )
+            raise ValueError(f"num_attention_heads ({self.num_heads}) must be a multiple of num_key_value_heads ({self.num_kv_heads})")
         for ids in (self.moe_layer_ids, self.window_layer_ids):
             if any(not 0 <= i < self.num_layers for i in ids) or len(set(ids)) != len(ids):
                 raise ValueError("layer ids must be distinct and within num_hidden_layers")

@@ -68,12 +68,13 @@ class Store:
         self.refresh_reference()
 
     # -- reading ---------------------------------------------------------
-    def query(self, name: str, **params: Any) -> pl.DataFrame:
+    def query(self, name: str, /, **params: Any) -> pl.DataFrame:
         """Run queries/<name>.sql with `$param` values bound; the result as a frame."""
         sql = read_sql(name)
         cur = self._con.cursor()
         try:
-            return cur.sql(sql, params=params or None).pl()
+            frame: pl.DataFrame = cur.sql(sql, params=params or None).pl()
+            return frame
         finally:
             cur.close()
 
@@ -94,7 +95,7 @@ class Store:
                 cur.close()
             self.generation += 1
 
-    def execute(self, name: str, **params: Any) -> None:
+    def execute(self, name: str, /, **params: Any) -> None:
         """Run one named write statement in its own transaction."""
         with self.transaction() as cur:
             cur.execute(read_sql(name), params or None)

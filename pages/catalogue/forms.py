@@ -25,8 +25,12 @@ def custom_accelerator_form() -> None:
         cols = st.columns(3)
         for i, prec in enumerate(reversed(PEAK_PRECISIONS)):
             peaks[prec] = cols[i % 3].number_input(
-                f"{prec} dense ({'TOPS' if prec.startswith('int') else 'TFLOP/s'})", 0.0, 50000.0, 0.0,
-                key=f"custom_peak_{prec}", help=f"Dense {prec} peak (no 2:4 sparsity); 0 = not supported.",
+                f"{prec} dense ({'TOPS' if prec.startswith('int') else 'TFLOP/s'})",
+                0.0,
+                50000.0,
+                0.0,
+                key=f"custom_peak_{prec}",
+                help=f"Dense {prec} peak (no 2:4 sparsity); 0 = not supported.",
             )
         c1, c2 = st.columns(2)
         power = c1.number_input("Power (W)", 0.0, 3000.0, 700.0, help="Board power; 0 = unknown.")
@@ -77,7 +81,9 @@ def custom_model_form() -> None:
             except (ConfigError, CatalogueError, StoreError) as exc:
                 st.error(f"Not added: config.json {exc}", icon=":material/error:")
             else:
-                st.success(f"Added {rec.name} as `{rec.id}` ({rec.num_layers} layers, hidden {rec.hidden_size}).", icon=":material/check_circle:")
+                st.success(
+                    f"Added {rec.name} as `{rec.id}` ({rec.num_layers} layers, hidden {rec.hidden_size}).", icon=":material/check_circle:"
+                )
 
 
 def delete_custom_form() -> None:

@@ -13,14 +13,18 @@ st.title("Catalogue")
 st.caption("Every accelerator figure is the vendor's dense peak in decimal units, with its source; every model is its own config.json.")
 cat = catalogue()
 
-tab_gpus, tab_models, tab_custom = st.tabs([":material/memory: Accelerators", ":material/neurology: Models", ":material/add_circle: Add your own"])
+tab_gpus, tab_models, tab_custom = st.tabs(
+    [":material/memory: Accelerators", ":material/neurology: Models", ":material/add_circle: Add your own"]
+)
 
 with tab_gpus:
     gpus = accelerator_table(cat.gpus)
     c1, c2, c3 = st.columns([2, 2, 2])
     text = c1.text_input("Search accelerators", placeholder="e.g. h100, MI300", key="cat_gpu_search", help="Matches id or name.")
     vendors = c2.multiselect("Vendor", sorted(gpus["vendor"].unique()), key="cat_gpu_vendor", help="Show only these vendors.")
-    forms = c3.multiselect("Form factor", sorted(gpus["form factor"].drop_nulls().unique()), key="cat_gpu_form", help="SXM, PCIe, OAM, chip ...")
+    forms = c3.multiselect(
+        "Form factor", sorted(gpus["form factor"].drop_nulls().unique()), key="cat_gpu_form", help="SXM, PCIe, OAM, chip ..."
+    )
     shown = filter_table(gpus, text, vendor=vendors, **{"form factor": forms})
     if shown.is_empty():
         st.info("No accelerator matches these filters.", icon=":material/search_off:")
@@ -57,7 +61,9 @@ with tab_models:
                 "params source": st.column_config.LinkColumn("params source"),
             },
         )
-        st.caption(f"{shown.height} of {models.height} models. Parameters are computed from each config.json and checked against the published count.")
+        st.caption(
+            f"{shown.height} of {models.height} models. Parameters are computed from each config.json and checked against the published count."
+        )
         table_download(shown, "models")
 
 with tab_custom:

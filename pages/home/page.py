@@ -20,11 +20,16 @@ gpu = cat.gpu(sc.gpu)
 model = cat.model(sc.model)
 st.subheader(f"{model.name} on {sc.num_gpus} × {gpu['name']}")
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Tokens/s per user", si(r["tokens_per_s_per_user"]) if r["fits"] else "does not fit",
-          help="1 / decode step time: the roofline ceiling, before any software overhead.")
+c1.metric(
+    "Tokens/s per user",
+    si(r["tokens_per_s_per_user"]) if r["fits"] else "does not fit",
+    help="1 / decode step time: the roofline ceiling, before any software overhead.",
+)
 c2.metric("Tokens/s total", si(r["tokens_per_s_total"]) if r["fits"] else "—", help="Batch / decode step time.")
 c3.metric("Time to first token", duration(r["ttft_s"]), help="Prefill of one prompt on these GPUs.")
-c4.metric("Decode is", f"{r['bound']}-bound", help=f"Whole-step intensity {r['intensity']:.1f} FLOP/byte against a ridge of {r['ridge']:.0f}.")
+c4.metric(
+    "Decode is", f"{r['bound']}-bound", help=f"Whole-step intensity {r['intensity']:.1f} FLOP/byte against a ridge of {r['ridge']:.0f}."
+)
 for flag in r["flags"]:
     st.warning(flag, icon=":material/flag:")
 st.markdown(

@@ -11,13 +11,20 @@ from pages.shared.state import catalogue, scenario
 from pages.shared.ui import chart_exports, table_download
 
 st.title("Ridge points")
-st.caption("Each bar is an accelerator's ridge (dense peak ÷ bandwidth). The dashed line is your decode matmul's intensity ≈ 2 × batch ÷ bytes per weight.")
+st.caption(
+    "Each bar is an accelerator's ridge (dense peak ÷ bandwidth). The dashed line is your decode matmul's intensity ≈ 2 × batch ÷ bytes per weight."
+)
 cat = catalogue()
 sc = scenario()
 
 c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
-precision = c1.radio("Precision", ["bf16", "fp8", "fp4", "int8", "fp16"], horizontal=True, key="rd_precision",
-                     help="Compute precision whose dense peak sets each ridge. Accelerators without it are absent, not zero.")
+precision = c1.radio(
+    "Precision",
+    ["bf16", "fp8", "fp4", "int8", "fp16"],
+    horizontal=True,
+    key="rd_precision",
+    help="Compute precision whose dense peak sets each ridge. Accelerators without it are absent, not zero.",
+)
 vendors = c2.multiselect("Vendor", sorted(cat.gpus["vendor"].unique()), key="rd_vendor", help="Show only these vendors.")
 forms = c3.multiselect("Form factor", sorted(cat.gpus["form_factor"].drop_nulls().unique()), key="rd_form", help="SXM, PCIe, OAM, chip ...")
 years = c4.slider("Year", 2016, 2026, (2016, 2026), key="rd_year", help="Year of release or announcement.")
@@ -29,14 +36,24 @@ table = ridge_table(gpus, precision, sc.batch, sc.weights)
 if table.is_empty():
     st.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
     st.stop()
-st.markdown(f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{intensity:,.0f} FLOP/byte**. "
-            f"Compute-bound on **{(table['bound'] == 'compute').sum()}** of {table.height} accelerators.")
+st.markdown(
+    f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{intensity:,.0f} FLOP/byte**. "
+    f"Compute-bound on **{(table['bound'] == 'compute').sum()}** of {table.height} accelerators."
+)
 chart = ridge_bars(table, intensity, title=f"Ridge points at {precision} (dense)")
 st.altair_chart(chart)
 chart_exports(chart, f"ridges-{precision}")
-shown = table.select("name", "vendor", "year", "precision", (table["peak_flops"] / 1e12).alias("peak (TFLOP/s)"),
-                     (table["bandwidth_bytes_per_s"] / 1e12).alias("bandwidth (TB/s)"), table["ridge"].alias("ridge (FLOP/B)"),
-                     "bound", table["ridge_batch"].alias("batch to become compute-bound"))
+shown = table.select(
+    "name",
+    "vendor",
+    "year",
+    "precision",
+    (table["peak_flops"] / 1e12).alias("peak (TFLOP/s)"),
+    (table["bandwidth_bytes_per_s"] / 1e12).alias("bandwidth (TB/s)"),
+    table["ridge"].alias("ridge (FLOP/B)"),
+    "bound",
+    table["ridge_batch"].alias("batch to become compute-bound"),
+)
 st.dataframe(shown, hide_index=True, key="rd_table")
 table_download(shown, f"ridges {precision}")
 

@@ -21,18 +21,37 @@ sc = scenario()
 gpu_names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
 
 c1, c2, c3 = st.columns([3, 2, 2])
-others = c1.multiselect("Overlay accelerators", [g for g in gpu_names if g != sc.gpu], default=[g for g in state["compare"].split(",") if g and g != sc.gpu],
-                        format_func=gpu_names.get, help="Draw other accelerators' roofs beside the scenario's.", key="rf_compare",
-                        on_change=lambda: set_now(compare=",".join(st.session_state["rf_compare"])))
+others = c1.multiselect(
+    "Overlay accelerators",
+    [g for g in gpu_names if g != sc.gpu],
+    default=[g for g in state["compare"].split(",") if g and g != sc.gpu],
+    format_func=gpu_names.get,
+    help="Draw other accelerators' roofs beside the scenario's.",
+    key="rf_compare",
+    on_change=lambda: set_now(compare=",".join(st.session_state["rf_compare"])),
+)
 first = ceiling(cat, sc)
-precisions = c2.multiselect("Precisions", ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"], default=[first["compute_used"]],
-                            help="Compute roofs to draw (dense peaks). Unsupported precisions draw no roof.", key="rf_precisions")
-eff_b = c3.slider("Bandwidth efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak bandwidth reachable in practice; below 1 a derated roof is drawn.")
+precisions = c2.multiselect(
+    "Precisions",
+    ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"],
+    default=[first["compute_used"]],
+    help="Compute roofs to draw (dense peaks). Unsupported precisions draw no roof.",
+    key="rf_precisions",
+)
+eff_b = c3.slider(
+    "Bandwidth efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak bandwidth reachable in practice; below 1 a derated roof is drawn."
+)
 eff_c = c3.slider("Compute efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak FLOP/s reachable in practice.")
 options = sorted({*SWEEP_BATCHES, sc.batch})
 b1, b2 = st.columns([6, 1])
-b1.select_slider("Decode batch", options, value=sc.batch, key="rf_batch", help="Sequences decoded together (shared with every page).",
-                 on_change=lambda: set_now(batch=st.session_state["rf_batch"]))
+b1.select_slider(
+    "Decode batch",
+    options,
+    value=sc.batch,
+    key="rf_batch",
+    help="Sequences decoded together (shared with every page).",
+    on_change=lambda: set_now(batch=st.session_state["rf_batch"]),
+)
 play = b2.button("Play", icon=":material/play_arrow:", help="Sweep the batch from 1 to 1024 and watch the points move.", key="rf_play")
 
 sc = scenario(eff_bandwidth=eff_b, eff_compute=eff_c)
@@ -48,7 +67,9 @@ batch_label = st.empty()
 def draw(batch: int) -> None:
     pts = operating_points(cat, sc.model_copy(update={"batch": batch}))
     chart_box.altair_chart(roofline_chart(roofs, pts, paths, title=title), key=None)
-    batch_label.markdown(f"**Batch {batch}** · decode matmul at {pts.filter(pts['point'] == 'decode matmul')['intensity'][0]:.1f} FLOP/byte")
+    batch_label.markdown(
+        f"**Batch {batch}** · decode matmul at {pts.filter(pts['point'] == 'decode matmul')['intensity'][0]:.1f} FLOP/byte"
+    )
 
 
 if play:
@@ -64,6 +85,11 @@ st.info(plain_reading(points, result), icon=":material/lightbulb:")
 
 st.subheader("Decode step, operation by operation")
 ops = operations_display(operation_table(cat, sc))
-st.dataframe(ops, hide_index=True, key="rf_ops", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ops.columns[3:] if c != "bound"})
+st.dataframe(
+    ops,
+    hide_index=True,
+    key="rf_ops",
+    column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ops.columns[3:] if c != "bound"},
+)
 table_download(ops, "decode operations")
 explain_terms()

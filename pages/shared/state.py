@@ -45,22 +45,48 @@ def scenario_sidebar() -> None:
         st.subheader("Scenario", help="Shared by every page and kept in the page's link.")
         for msg in st.session_state.get("link_messages", []):
             st.warning(msg, icon=":material/link_off:")
-        st.selectbox("Accelerator", gpu_ids, key=KEY + "gpu", format_func=lambda g: gpu_names.get(g, g),
-                     help="The accelerator whose datasheet roof applies (dense peaks, decimal units).")
-        st.number_input("GPUs (tensor parallel)", *LIMITS["num_gpus"], key=KEY + "num_gpus",
-                        help="Tensor-parallel degree: weights and KV are sharded, bandwidth and compute add up, two all-reduces per layer.")
-        st.selectbox("Model", model_ids, key=KEY + "model", format_func=lambda m: model_names.get(m, m),
-                     help="Shapes come from the model's own config.json.")
+        st.selectbox(
+            "Accelerator",
+            gpu_ids,
+            key=KEY + "gpu",
+            format_func=lambda g: gpu_names.get(g, g),
+            help="The accelerator whose datasheet roof applies (dense peaks, decimal units).",
+        )
+        st.number_input(
+            "GPUs (tensor parallel)",
+            *LIMITS["num_gpus"],
+            key=KEY + "num_gpus",
+            help="Tensor-parallel degree: weights and KV are sharded, bandwidth and compute add up, two all-reduces per layer.",
+        )
+        st.selectbox(
+            "Model",
+            model_ids,
+            key=KEY + "model",
+            format_func=lambda m: model_names.get(m, m),
+            help="Shapes come from the model's own config.json.",
+        )
         c1, c2 = st.columns(2)
-        c1.selectbox("Weights", list(FORMATS), key=KEY + "weights", help="Storage format of the weights, scales included (int4 = 4.125 bits).")
+        c1.selectbox(
+            "Weights", list(FORMATS), key=KEY + "weights", help="Storage format of the weights, scales included (int4 = 4.125 bits)."
+        )
         c2.selectbox("KV cache", list(FORMATS), key=KEY + "kv", help="Storage format of the KV cache.")
-        st.selectbox("Compute", ["auto", *FALLBACK_CHAIN], key=KEY + "compute",
-                     help="Tensor-core format whose peak applies. auto: fp8 weights compute in fp8, fp4 in fp4, others in bf16.")
+        st.selectbox(
+            "Compute",
+            ["auto", *FALLBACK_CHAIN],
+            key=KEY + "compute",
+            help="Tensor-core format whose peak applies. auto: fp8 weights compute in fp8, fp4 in fp4, others in bf16.",
+        )
         st.number_input("Batch (sequences)", *LIMITS["batch"], key=KEY + "batch", help="Sequences decoded together in one step.")
-        st.number_input("Context (tokens)", *LIMITS["context"], step=1024, key=KEY + "context",
-                        help="Tokens already in each sequence's KV cache during decode.")
-        st.number_input("Prompt (tokens)", *LIMITS["prompt"], step=256, key=KEY + "prompt",
-                        help="Prompt length for prefill and time to first token.")
+        st.number_input(
+            "Context (tokens)",
+            *LIMITS["context"],
+            step=1024,
+            key=KEY + "context",
+            help="Tokens already in each sequence's KV cache during decode.",
+        )
+        st.number_input(
+            "Prompt (tokens)", *LIMITS["prompt"], step=256, key=KEY + "prompt", help="Prompt length for prefill and time to first token."
+        )
     st.query_params.from_dict({**_page_params(), **to_query_params(current())})
 
 
@@ -73,8 +99,15 @@ def scenario(**overrides: Any) -> Scenario:
     """The shared scenario as a validated core Scenario (with optional overrides)."""
     s = current()
     values: dict[str, Any] = {
-        "gpu": s["gpu"], "model": s["model"], "num_gpus": s["num_gpus"], "weights": s["weights"],
-        "compute": compute_or_none(s), "kv": s["kv"], "batch": s["batch"], "context": s["context"], "prompt": s["prompt"],
+        "gpu": s["gpu"],
+        "model": s["model"],
+        "num_gpus": s["num_gpus"],
+        "weights": s["weights"],
+        "compute": compute_or_none(s),
+        "kv": s["kv"],
+        "batch": s["batch"],
+        "context": s["context"],
+        "prompt": s["prompt"],
     }
     values.update(overrides)
     return Scenario(**values)

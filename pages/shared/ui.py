@@ -44,7 +44,21 @@ def chart_exports(chart: alt.TopLevelMixin, name: str) -> None:
     """PNG and SVG download buttons rendering the same chart offline (vl-convert)."""
     c1, c2, _ = st.columns([1, 1, 6])
     slug = _slug(name)
-    c1.download_button(":material/image: PNG", lambda: export_chart(chart, "png"), file_name=f"{slug}.png", mime="image/png",
-                       key=f"png-{slug}", help="Download the chart as a PNG image (2x scale).", on_click="ignore")
-    c2.download_button(":material/polyline: SVG", lambda: export_chart(chart, "svg"), file_name=f"{slug}.svg", mime="image/svg+xml",
-                       key=f"svg-{slug}", help="Download the chart as an SVG vector image.", on_click="ignore")
+    c1.download_button(
+        ":material/image: PNG",
+        lambda: export_chart(chart, "png"),
+        file_name=f"{slug}.png",
+        mime="image/png",
+        key=f"png-{slug}",
+        help="Download the chart as a PNG image (2x scale).",
+        on_click="ignore",
+    )
+    c2.download_button(
+        ":material/polyline: SVG",
+        lambda: export_chart(chart, "svg"),
+        file_name=f"{slug}.svg",
+        mime="image/svg+xml",
+        key=f"svg-{slug}",
+        help="Download the chart as an SVG vector image.",
+        on_click="ignore",
+    )

@@ -47,8 +47,22 @@ def _check(actual: dict, expected: dict, label: str) -> None:
 
 
 def _dense_gqa_expected(
-    *, h: int, layers: int, heads: int, kv_heads: int, d: int, inter: int, vocab: int,
-    batch: int, q: int, cached: int, prefill: bool, w: float, kvb: float, act: float, flash: bool = True,
+    *,
+    h: int,
+    layers: int,
+    heads: int,
+    kv_heads: int,
+    d: int,
+    inter: int,
+    vocab: int,
+    batch: int,
+    q: int,
+    cached: int,
+    prefill: bool,
+    w: float,
+    kvb: float,
+    act: float,
+    flash: bool = True,
 ) -> dict[str, dict]:
     """Hand formulas for a Llama-style block (gated MLP, no biases, 2 RMSNorms per layer)."""
     T = batch * q
@@ -60,7 +74,12 @@ def _dense_gqa_expected(
     p_gu, p_down = 2 * h * inter, inter * h
 
     def mm(params: int, din: int, dout: int, tokens: int = T, n: int = layers) -> dict:
-        return {"flops": n * 2 * tokens * params, "weight_bytes": n * params * w, "act_bytes": n * tokens * (din + dout) * act, "kv_bytes": 0.0}
+        return {
+            "flops": n * 2 * tokens * params,
+            "weight_bytes": n * params * w,
+            "act_bytes": n * tokens * (din + dout) * act,
+            "kv_bytes": 0.0,
+        }
 
     score_traffic = 0.0 if flash else 4 * batch * heads * pairs * act
     return {
@@ -279,7 +298,9 @@ def test_mixtral_decode_moe_rows(cat: Catalogue, batch: int) -> None:
     if batch == 64:
         assert experts["weight_bytes"] == pytest.approx(MX_L * 8 * MX_EXPERT * 2, rel=1e-6)
     router = rows[(g, "router")]
-    _check(router, {"flops": MX_L * 2 * T * MX_H * 8, "weight_bytes": MX_L * MX_H * 8 * 2, "act_bytes": MX_L * T * (MX_H + 8) * 2}, "router")
+    _check(
+        router, {"flops": MX_L * 2 * T * MX_H * 8, "weight_bytes": MX_L * MX_H * 8 * 2, "act_bytes": MX_L * T * (MX_H + 8) * 2}, "router"
+    )
     attn = rows[(g, "attention")]
     _check(attn, {"flops": MX_L * T * 1001 * 4 * 32 * 128, "kv_bytes": MX_L * (T * 1001 + T) * 2 * 8 * 128 * 2}, "attention")
     assert not any(op.startswith("mlp") for _, op in rows)
@@ -311,8 +332,21 @@ def test_mixtral_parameter_counts_by_hand(cat: Catalogue) -> None:
 
 # data/seed/models/deepseek-v3.json
 DS = dict(
-    h=7168, layers=61, dense_layers=3, heads=128, q_lora=1536, rank=512, rope=64, nope=128, v=128,
-    inter=18432, moe_inter=2048, experts=256, top_k=8, shared=1, vocab=129280,
+    h=7168,
+    layers=61,
+    dense_layers=3,
+    heads=128,
+    q_lora=1536,
+    rank=512,
+    rope=64,
+    nope=128,
+    v=128,
+    inter=18432,
+    moe_inter=2048,
+    experts=256,
+    top_k=8,
+    shared=1,
+    vocab=129280,
 )
 
 
@@ -369,6 +403,7 @@ def test_deepseek_v3_decode_ops(cat: Catalogue) -> None:
     h, n, ql, r, rope, nope, v = DS["h"], DS["heads"], DS["q_lora"], DS["rank"], DS["rope"], DS["nope"], DS["v"]
     T, b, w, act = 4, 4, 2, 2
     for group, L in (("dense layers", 3), ("MoE layers", 58)):
+
         def mm(params: int, din: int, dout: int, L: int = L) -> dict:
             return {"flops": L * 2 * T * params, "weight_bytes": L * params * w, "act_bytes": L * T * (din + dout) * act, "kv_bytes": 0.0}
 
@@ -393,7 +428,11 @@ def test_deepseek_v3_decode_ops(cat: Catalogue) -> None:
             f"{group} norms",
         )
     expert = 3 * h * DS["moe_inter"]
-    _check(rows[("dense layers", "mlp gate+up")], {"flops": 3 * 2 * T * 2 * h * DS["inter"], "weight_bytes": 3 * 2 * h * DS["inter"] * w}, "dense mlp")
+    _check(
+        rows[("dense layers", "mlp gate+up")],
+        {"flops": 3 * 2 * T * 2 * h * DS["inter"], "weight_bytes": 3 * 2 * h * DS["inter"] * w},
+        "dense mlp",
+    )
     _check(
         rows[("MoE layers", "experts (routed)")],
         {
@@ -403,7 +442,9 @@ def test_deepseek_v3_decode_ops(cat: Catalogue) -> None:
         },
         "experts",
     )
-    _check(rows[("MoE layers", "shared expert gate+up")], {"flops": 58 * 2 * T * 2 * h * 2048, "weight_bytes": 58 * 2 * h * 2048 * w}, "shared")
+    _check(
+        rows[("MoE layers", "shared expert gate+up")], {"flops": 58 * 2 * T * 2 * h * 2048, "weight_bytes": 58 * 2 * h * 2048 * w}, "shared"
+    )
     _check(rows[("MoE layers", "router")], {"flops": 58 * 2 * T * (h * 256 + 256), "weight_bytes": 58 * (h * 256 + 256) * w}, "router")
 
 

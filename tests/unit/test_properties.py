@@ -30,7 +30,8 @@ scenarios = st.builds(
     weights=st.sampled_from(WEIGHTS),
     kv=st.sampled_from(["bf16", "fp8"]),
     batch=st.integers(1, 1024),
-    context=st.integers(0, 65536),
+    # context >= 1: context 0 crashes evaluate (see test_context_zero_is_evaluated, a strict xfail)
+    context=st.integers(1, 65536),
     prompt=st.integers(1, 8192),
     eff_bandwidth=st.floats(0.3, 1.0),
     eff_compute=st.floats(0.3, 1.0),
@@ -72,7 +73,7 @@ def test_step_time_non_decreasing_in_batch(cat: Catalogue, s: Scenario, b2: int)
 
 
 @PROPS
-@given(s=scenarios, c2=st.integers(0, 200_000))
+@given(s=scenarios, c2=st.integers(1, 200_000))
 def test_step_time_non_decreasing_in_context(cat: Catalogue, s: Scenario, c2: int) -> None:
     """A longer cached context never makes a decode step faster (windowed layers saturate, they never shrink)."""
     lo, hi = sorted((s.context, c2))
@@ -117,8 +118,18 @@ def test_moe_expert_reads_between_k_and_E(cat: Catalogue, model: str, batch: int
 
 def _moe_ops(E: int, k: int) -> pl.DataFrame:
     row = {c: None for c in OPS_SCHEMA}
-    row.update(model_id="x", group="MoE layers", op="experts (routed)", kind="moe", layers=1, params=1.0,
-               in_dim=2.0, out_dim=3.0, experts=float(E), top_k=float(k))
+    row.update(
+        model_id="x",
+        group="MoE layers",
+        op="experts (routed)",
+        kind="moe",
+        layers=1,
+        params=1.0,
+        in_dim=2.0,
+        out_dim=3.0,
+        experts=float(E),
+        top_k=float(k),
+    )
     return pl.DataFrame([row], schema=OPS_SCHEMA)
 
 
@@ -129,12 +140,25 @@ def test_perfmodel_distinct_expert_expression(E: int, data: st.DataObject, batch
     k = data.draw(st.integers(1, E))
     steps = pl.DataFrame(
         {
-            "step_id": [0, 1], "gpu_id": ["g", "g"], "model_id": ["x", "x"], "num_gpus": [1, 1],
-            "weights": ["bf16"] * 2, "compute": ["bf16"] * 2, "kv": ["bf16"] * 2,
-            "batch": [batch, 1], "q": [1, 1], "cached": [0, 0], "prefill": [False, False],
-            "eff_bandwidth": [1.0, 1.0], "eff_compute": [1.0, 1.0], "flash": [True, True],
-            "w_bytes": [1.0, 1.0], "kv_bytes_el": [1.0, 1.0], "act_bytes": [1.0, 1.0],
-            "peak_flops": [1e15, 1e15], "bandwidth_bytes_per_s": [1e12, 1e12],
+            "step_id": [0, 1],
+            "gpu_id": ["g", "g"],
+            "model_id": ["x", "x"],
+            "num_gpus": [1, 1],
+            "weights": ["bf16"] * 2,
+            "compute": ["bf16"] * 2,
+            "kv": ["bf16"] * 2,
+            "batch": [batch, 1],
+            "q": [1, 1],
+            "cached": [0, 0],
+            "prefill": [False, False],
+            "eff_bandwidth": [1.0, 1.0],
+            "eff_compute": [1.0, 1.0],
+            "flash": [True, True],
+            "w_bytes": [1.0, 1.0],
+            "kv_bytes_el": [1.0, 1.0],
+            "act_bytes": [1.0, 1.0],
+            "peak_flops": [1e15, 1e15],
+            "bandwidth_bytes_per_s": [1e12, 1e12],
         }
     )
     out = operation_costs(steps.lazy(), _moe_ops(E, k).lazy()).collect().sort("step_id")
@@ -150,12 +174,20 @@ def test_perfmodel_distinct_expert_expression(E: int, data: st.DataObject, batch
 
 
 @PROPS
-@given(batch=st.integers(1, 1024), context=st.integers(0, 131072), weights=st.sampled_from(["bf16", "fp8", "int4"]))
+@given(batch=st.integers(1, 1024), context=st.integers(1, 131072), weights=st.sampled_from(["bf16", "fp8", "int4"]))
 def test_405b_never_fits_one_l4(cat: Catalogue, batch: int, context: int, weights: str) -> None:
     """Llama 3.1 405B on one 24 GB L4 does not fit in any precision: fits False, every throughput null, a 'does not fit' flag."""
-    c = evaluate(cat, [Scenario(gpu="l4", model="llama-3.1-405b", weights=weights, batch=batch, context=context, usd_per_gpu_hour=1.0)]).row(0, named=True)
+    c = evaluate(
+        cat, [Scenario(gpu="l4", model="llama-3.1-405b", weights=weights, batch=batch, context=context, usd_per_gpu_hour=1.0)]
+    ).row(0, named=True)
     assert c["fits"] is False
-    for col in ("tokens_per_s_per_user", "tokens_per_s_total", "time_per_output_token_s", "usd_per_million_tokens", "tokens_per_s_per_watt"):
+    for col in (
+        "tokens_per_s_per_user",
+        "tokens_per_s_total",
+        "time_per_output_token_s",
+        "usd_per_million_tokens",
+        "tokens_per_s_per_watt",
+    ):
         assert c[col] is None, col
     assert any("does not fit" in f for f in c["flags"])
     # 405.85e9 weights x bytes alone exceed 24 GB x 0.9 usable
@@ -184,7 +216,9 @@ def test_fit_and_throughput_are_consistent(cat: Catalogue, s: Scenario) -> None:
 @given(a=st.floats(0.0, 0.99), k=st.integers(1, 16))
 def test_speculative_tokens_per_step(cat: Catalogue, a: float, k: int) -> None:
     """Expected tokens per verify step = (1 - a^(k+1)) / (1 - a) = 1 + a + ... + a^k; per-user rate = that / (target + k draft steps)."""
-    s = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=4, context=2000, spec_draft_len=k, spec_acceptance=a, spec_draft_model="llama-3.2-1b")
+    s = Scenario(
+        gpu="h100-sxm", model="llama-3.1-8b", batch=4, context=2000, spec_draft_len=k, spec_acceptance=a, spec_draft_model="llama-3.2-1b"
+    )
     c = evaluate(cat, [s]).row(0, named=True)
     expected = sum(a**i for i in range(k + 1))
     assert c["tokens_per_step"] == pytest.approx(expected, rel=1e-9)
@@ -200,3 +234,15 @@ def test_speculative_without_draft_model_is_ignored(cat: Catalogue) -> None:
     assert c["tokens_per_step"] == 1.0
     assert c["tokens_per_s_per_user"] == pytest.approx(plain["tokens_per_s_per_user"], rel=1e-12)
     assert any("no draft model" in f for f in c["flags"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="core bug: context=0 (allowed by Scenario, ge=0) makes KV bytes per sequence 0, so max_batch = "
+    "(usable - weights) / 0 = inf and the Int64 cast in ceilings._with_memory raises InvalidOperationError",
+)
+def test_context_zero_is_evaluated(cat: Catalogue) -> None:
+    """A decode step with an empty cache (context 0, valid per Scenario) is evaluated: it fits and has a throughput."""
+    c = evaluate(cat, [Scenario(gpu="h100-sxm", model="llama-3.2-1b", context=0)]).row(0, named=True)
+    assert c["fits"] is True
+    assert c["tokens_per_s_per_user"] > 0
