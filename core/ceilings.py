@@ -268,9 +268,12 @@ def _with_memory(cat: Catalogue, out: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes") + pl.col("reserve_bytes")).alias("memory_required_bytes"),
             (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes") <= pl.col("usable_bytes")).alias("fits"),
-            ((pl.col("usable_bytes") - pl.col("weight_memory_bytes")) / pl.col("kv_bytes_per_seq_all_gpus"))
-            .floor()
-            .clip(lower_bound=0)
+            # no KV to hold (context 0): memory sets no batch limit (null)
+            pl.when(pl.col("kv_bytes_per_seq_all_gpus") > 0)
+            .then(
+                ((pl.col("usable_bytes") - pl.col("weight_memory_bytes")) / pl.col("kv_bytes_per_seq_all_gpus")).floor().clip(lower_bound=0)
+            )
+            .otherwise(None)
             .cast(pl.Int64)
             .alias("max_batch"),
             # fewest GPUs holding the weights and one sequence at this context
@@ -299,12 +302,16 @@ def _finish(out: pl.DataFrame) -> pl.DataFrame:
     cycle = pl.col("decode_step_time_s") + pl.when(spec).then(k * pl.col("draft_step_time_s")).otherwise(0.0)
     n = pl.col("num_gpus").cast(pl.Float64)
     agg_bw = n * pl.col("decode_bandwidth_bytes_per_s") * pl.col("eff_bandwidth")
-    fits = pl.col("fits")
+    # a cache tensor parallelism cannot shard is read whole by every GPU
+    kv_shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
+    kv_read_all_gpus = pl.col("decode_kv_read_bytes") * n / kv_shard
+    costed = pl.col("decode_peak_flops").is_not_null()
+    fits = pl.col("fits") & costed
     per_user = pl.when(fits).then(pl.col("tokens_per_step") / pl.col("cycle_time_s")).otherwise(None)
     flags = pl.concat_list(
         pl.col("decode_compute_flag"),
         pl.col("decode_comm_flag"),
-        pl.when(~fits)
+        pl.when(~pl.col("fits"))
         .then(
             pl.format(
                 "does not fit: needs {} GB of {} GB usable",
@@ -324,8 +331,8 @@ def _finish(out: pl.DataFrame) -> pl.DataFrame:
             (per_user * pl.col("batch")).alias("tokens_per_s_total"),
             pl.when(fits).then(pl.col("cycle_time_s") / pl.col("tokens_per_step")).otherwise(None).alias("time_per_output_token_s"),
             pl.col("decode_step_time_s").alias("step_time_s"),
-            pl.col("prefill_step_time_s").alias("ttft_s"),
-            (pl.col("prompt") / pl.col("prefill_step_time_s")).alias("prefill_tokens_per_s"),
+            pl.when(costed).then(pl.col("prefill_step_time_s")).otherwise(None).alias("ttft_s"),
+            pl.when(costed).then(pl.col("prompt") / pl.col("prefill_step_time_s")).otherwise(None).alias("prefill_tokens_per_s"),
             pl.col("decode_flops").alias("flops"),
             pl.col("decode_bytes").alias("bytes"),
             pl.col("decode_weight_bytes").alias("weight_bytes"),
@@ -339,7 +346,7 @@ def _finish(out: pl.DataFrame) -> pl.DataFrame:
             # the seeds' bandwidth-only ceilings: aggregate bandwidth / bytes read per step
             # (pure bounds from bytes alone, shown whether or not the scenario fits)
             (agg_bw / pl.col("decode_weight_bytes")).alias("bandwidth_ceiling_tokens_per_s"),
-            (agg_bw / (pl.col("decode_weight_bytes") + pl.col("decode_kv_read_bytes"))).alias("bandwidth_ceiling_with_kv_tokens_per_s"),
+            (agg_bw / (pl.col("decode_weight_bytes") + kv_read_all_gpus)).alias("bandwidth_ceiling_with_kv_tokens_per_s"),
             flags.alias("flags"),
         )
         .with_columns(

@@ -11,7 +11,7 @@ Columns of the operation table (one row per operation and layer group):
 | model_id, group, op, kind | kind: embed, matmul, lm_head, moe, attn, norm |
 | layers | how many layers the row stands for (1 for embed, lm_head) |
 | params | weight elements per layer (moe: per expert) |
-| in_dim, out_dim | activation elements per token read and written (matmul, moe) |
+| in_dim, out_dim | activation elements per token read and written (matmul, moe; norm: all norms of the layer) |
 | experts, top_k | moe rows: experts in the layer, routed per token |
 | heads | attention heads (attn rows) |
 | kv_elems | KV-cache elements per token per layer (attn rows) |
@@ -192,8 +192,9 @@ def _attention_rows(model: ModelRecord, group: str, n: int, window: int, add: An
             out_dim=heads * d,
         )
         add("o_proj", "matmul", group, n, params=heads * d * h + (h if model.o_bias else 0), in_dim=heads * d, out_dim=h)
-    extra_norms = 2 * h if model.architecture.startswith("gemma") and model.architecture != "gemma" else 0
-    add("norms", "norm", group, n, params=norm_params + extra_norms, in_dim=h, out_dim=h)
+    # two RMSNorms per layer (Gemma 2/3: four); in_dim carries all of them so each is costed
+    norms = 4 if model.architecture.startswith("gemma") and model.architecture != "gemma" else 2
+    add("norms", "norm", group, n, params=norm_params + (norms - 2) * h, in_dim=norms * h, out_dim=norms * h)
 
 
 def _mlp_rows(model: ModelRecord, group: str, n: int, size: int, name: str, add: Any) -> None:

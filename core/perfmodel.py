@@ -43,20 +43,20 @@ def peak_columns() -> list[str]:
 
 
 def with_precision_columns(steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    """Bytes per element of weights, KV and activations from the format names."""
+    """Bytes per element of weights and KV from the format names (activations: see with_effective_peak)."""
     lf = steps.lazy()
     wb = {k: f.bytes for k, f in FORMATS.items()}
     return lf.with_columns(
         pl.col("weights").replace_strict(wb, return_dtype=pl.Float64).alias("w_bytes"),
         pl.col("kv").replace_strict(wb, return_dtype=pl.Float64).alias("kv_bytes_el"),
-        pl.col("compute").replace_strict(ACTIVATION_BYTES, return_dtype=pl.Float64).alias("act_bytes"),
     )
 
 
 def with_effective_peak(lf: pl.LazyFrame) -> pl.LazyFrame:
     """The dense peak that applies: the requested compute format or the nearest wider one.
 
-    Adds `compute_used` (peak column name), `peak_flops` (FLOP/s, datasheet) and
+    Adds `compute_used` (peak column name), `peak_flops` (FLOP/s, datasheet),
+    `act_bytes` (bytes per activation element in the format used) and
     `compute_flag` (text, null when the requested format is native).
     """
     used = pl.lit(None, dtype=pl.String)
@@ -70,6 +70,8 @@ def with_effective_peak(lf: pl.LazyFrame) -> pl.LazyFrame:
         peak = pl.when(pl.col("compute_used") == prec).then(pl.col(f"peak_{prec}")).otherwise(peak)
     return lf.with_columns(used.alias("compute_used")).with_columns(
         peak.alias("peak_flops"),
+        # activations travel in the format the kernels actually compute in
+        pl.coalesce("compute_used", "compute").replace_strict(ACTIVATION_BYTES, return_dtype=pl.Float64).alias("act_bytes"),
         pl.when(pl.col("compute_used").is_null())
         .then(pl.format("{} compute unsupported and no wider format listed", pl.col("compute")))
         .when(pl.col("compute_used") != pl.col("compute"))

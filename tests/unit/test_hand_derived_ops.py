@@ -11,7 +11,8 @@ and the expectations follow the formulas core/perfmodel.py documents:
   KV read = batch x visible tokens x kv_elems x kv_bytes, write = T x kv_elems
   x kv_bytes; activations T (q in + out) x act_bytes, plus 4 x batch x heads x
   pairs x act_bytes for the score matrix when attention is not fused;
-- norms: FLOPs 4 T h, activations 2 T h, weights params x bytes;
+- norms: each of the layer's norms (2; 4 in Gemma 2/3) costs FLOPs 4 T h and
+  activations 2 T h (read and write); weights params x bytes;
 - embedding: gathers min(T, vocab) rows;
 - MoE experts: FLOPs 2 T k params_expert; weight bytes E (1 - (1 - k/E)^T)
   params_expert (distinct experts under uniform routing); activations
@@ -94,7 +95,13 @@ def _dense_gqa_expected(
             "kv_bytes": layers * (batch * (cached + q) * kv_elems * kvb + T * kv_elems * kvb),
         },
         "o_proj": mm(p_o, heads * d, h),
-        "norms": {"flops": layers * 4 * T * h, "weight_bytes": layers * 2 * h * w, "act_bytes": layers * 2 * T * h * act, "kv_bytes": 0.0},
+        # two RMSNorms per layer (input and post-attention), each 4 T h FLOPs and 2 T h activations
+        "norms": {
+            "flops": layers * 2 * 4 * T * h,
+            "weight_bytes": layers * 2 * h * w,
+            "act_bytes": layers * 2 * 2 * T * h * act,
+            "kv_bytes": 0.0,
+        },
         "mlp gate+up": mm(p_gu, h, 2 * inter),
         "mlp down": mm(p_down, inter, h),
         "final norm": {"flops": 4 * T * h, "weight_bytes": h * w, "act_bytes": 2 * T * h * act, "kv_bytes": 0.0},
@@ -424,7 +431,8 @@ def test_deepseek_v3_decode_ops(cat: Catalogue) -> None:
         )
         _check(
             rows[(group, "norms")],
-            {"flops": L * 4 * T * h, "weight_bytes": L * (2 * h + ql + r) * w, "act_bytes": L * 2 * T * h * act},
+            # the two hidden-width norms per layer (the small q_a / kv_a latent norms add weights only)
+            {"flops": L * 2 * 4 * T * h, "weight_bytes": L * (2 * h + ql + r) * w, "act_bytes": L * 2 * 2 * T * h * act},
             f"{group} norms",
         )
     expert = 3 * h * DS["moe_inter"]

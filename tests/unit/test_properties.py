@@ -30,7 +30,6 @@ scenarios = st.builds(
     weights=st.sampled_from(WEIGHTS),
     kv=st.sampled_from(["bf16", "fp8"]),
     batch=st.integers(1, 1024),
-    # context >= 1: context 0 crashes evaluate (see test_context_zero_is_evaluated, a strict xfail)
     context=st.integers(1, 65536),
     prompt=st.integers(1, 8192),
     eff_bandwidth=st.floats(0.3, 1.0),
@@ -236,13 +235,18 @@ def test_speculative_without_draft_model_is_ignored(cat: Catalogue) -> None:
     assert any("no draft model" in f for f in c["flags"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core bug: context=0 (allowed by Scenario, ge=0) makes KV bytes per sequence 0, so max_batch = "
-    "(usable - weights) / 0 = inf and the Int64 cast in ceilings._with_memory raises InvalidOperationError",
-)
 def test_context_zero_is_evaluated(cat: Catalogue) -> None:
-    """A decode step with an empty cache (context 0, valid per Scenario) is evaluated: it fits and has a throughput."""
+    """A decode step with an empty cache (context 0, valid per Scenario) is evaluated: it fits, has a
+    throughput, and memory sets no batch limit (max_batch is null, not infinity)."""
     c = evaluate(cat, [Scenario(gpu="h100-sxm", model="llama-3.2-1b", context=0)]).row(0, named=True)
     assert c["fits"] is True
     assert c["tokens_per_s_per_user"] > 0
+    assert c["max_batch"] is None
+
+
+def test_a_compute_format_with_no_supported_peak_gets_no_throughput(cat: Catalogue) -> None:
+    """fp32 compute on TPU v4 (no fp32 or wider peak listed): flagged, and no tokens/s or TTFT is reported."""
+    c = evaluate(cat, [Scenario(gpu="tpu-v4", model="llama-3.2-1b", weights="fp32")]).row(0, named=True)
+    assert c["tokens_per_s_per_user"] is None
+    assert c["ttft_s"] is None
+    assert any("unsupported" in f for f in c["flags"])

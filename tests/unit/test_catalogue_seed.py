@@ -1,0 +1,147 @@
+"""The reviewed seed catalogue: coverage, sources, units and the datasheet anchors."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+REQUIRED_GPUS = [
+    "a100-40gb-sxm",
+    "a100-80gb-sxm",
+    "a100-80gb-pcie",
+    "h100-sxm",
+    "h100-pcie",
+    "h100-nvl",
+    "h200-sxm",
+    "h200-nvl",
+    "b200",
+    "b300",
+    "gb200",
+    "gb300",
+    "l40s",
+    "l40",
+    "l4",
+    "a10",
+    "a10g",
+    "t4",
+    "v100-sxm",
+    "rtx-4090",
+    "rtx-5090",
+    "rtx-6000-ada",
+    "rtx-pro-6000-blackwell",
+    "dgx-spark",
+    "jetson-agx-orin",
+    "jetson-agx-thor",
+    "mi250x",
+    "mi300x",
+    "mi325x",
+    "mi355x",
+    "gaudi2",
+    "gaudi3",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "tpu-ironwood",
+    "trainium2",
+    "inferentia2",
+    "m2-ultra",
+    "m3-max",
+    "m4-max",
+]
+REQUIRED_MODELS = [
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "mistral-7b",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "phi-3-mini",
+    "phi-4",
+    "gemma-2-9b",
+    "gemma-2-27b",
+    "gemma-3-27b",
+    "falcon-40b",
+    "mixtral-8x7b",
+    "mixtral-8x22b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "llama-4-scout",
+    "llama-4-maverick",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "glm-4.5",
+    "deepseek-v3",
+    "kimi-k2",
+]
+
+
+def test_at_least_40_accelerators_including_every_one_the_issue_names(cat):
+    """The catalogue covers the 42 accelerators asked for."""
+    ids = set(cat.gpus["id"].to_list())
+    assert len(ids) >= 40
+    assert not set(REQUIRED_GPUS) - ids
+
+
+def test_at_least_30_models_including_every_one_the_issue_names(cat):
+    """The catalogue covers the dense, MoE and MLA models asked for."""
+    assert len(cat.records) >= 30
+    assert not set(REQUIRED_MODELS) - set(cat.records)
+
+
+def test_every_accelerator_cites_a_source_url(cat):
+    """Every row has at least one http(s) source for its figures."""
+    bad = cat.gpus.filter(~pl.col("sources").str.contains(r"https?://"))["id"].to_list()
+    assert bad == []
+
+
+def test_every_model_cites_where_its_config_and_parameter_count_come_from(cat):
+    """Every seeded model names the source of its config.json and of its published parameter count."""
+    seeded = cat.models.filter(~pl.col("custom"))
+    assert seeded.filter(pl.col("config_source").is_null() | (pl.col("config_source") == "")).height == 0
+    assert seeded.filter(~pl.col("params_source").str.contains("http")).height == 0
+
+
+def test_unsupported_precisions_are_null_never_zero(cat):
+    """No peak column holds 0; fp8 on A100 and fp4 on H100 are null."""
+    peaks = [c for c in cat.gpus.columns if c.startswith("peak_")]
+    assert cat.gpus.select([(pl.col(c) == 0).sum() for c in peaks]).sum_horizontal().item() == 0
+    assert cat.gpu("a100-80gb-sxm")["peak_fp8"] is None
+    assert cat.gpu("h100-sxm")["peak_fp4"] is None
+    assert cat.gpu("v100-sxm")["peak_bf16"] is None
+
+
+@pytest.mark.parametrize(
+    ("gpu", "field", "expected", "source"),
+    [
+        ("h100-sxm", "peak_bf16", 989.4e12, "NVIDIA H100 datasheet: 1,979 TFLOPS bf16 with sparsity, dense half"),
+        ("h100-sxm", "bandwidth_bytes_per_s", 3.35e12, "NVIDIA H100 SXM datasheet: 3.35 TB/s"),
+        ("h100-sxm", "peak_fp8", 1978.9e12, "NVIDIA H100 datasheet: 3,958 TFLOPS fp8 with sparsity"),
+        ("h100-nvl", "bandwidth_bytes_per_s", 3.9e12, "seed 001: H100 NVL about 3.9 TB/s per GPU"),
+        ("a100-80gb-sxm", "peak_bf16", 312e12, "NVIDIA A100 datasheet: 312 TFLOPS bf16 dense"),
+        ("a100-80gb-sxm", "bandwidth_bytes_per_s", 2.039e12, "NVIDIA A100 80GB SXM datasheet: 2,039 GB/s"),
+        ("b200", "peak_fp4", 9000e12, "NVIDIA HGX B200: 18 PFLOPS fp4 with sparsity, 9 dense"),
+        ("l40s", "bandwidth_bytes_per_s", 864e9, "NVIDIA L40S datasheet: 864 GB/s"),
+        ("l40s", "peak_bf16", 362.05e12, "NVIDIA L40S datasheet: 733 TFLOPS bf16 with sparsity"),
+        ("mi300x", "peak_bf16", 1307.4e12, "AMD MI300X datasheet: 1307.4 TFLOPS bf16 dense"),
+    ],
+)
+def test_datasheet_anchors_are_dense_and_decimal(cat, gpu, field, expected, source):
+    """Anchor figures read as dense peaks in decimal units."""
+    assert cat.gpu(gpu)[field] == pytest.approx(expected, rel=1e-3), source
+
+
+def test_unknown_accelerator_suggests_the_closest_ids(cat):
+    """An unknown id names itself and offers the closest known ids."""
+    from core.catalogue import UnknownIdError
+
+    with pytest.raises(UnknownIdError, match="did you mean h100-sxm") as err:
+        cat.gpu("h100-sxn")
+    assert "h100-sxm" in err.value.suggestions

@@ -1,0 +1,154 @@
+"""The command line: JSON records, and one-line errors with a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cli") / "cli.duckdb"
+
+
+def run(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "core.cli", *args, "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def ok(db: Path, *args: str) -> object:
+    proc = run(db, *args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_gpus_lists_dense_peaks_by_precision_with_sources(db):
+    """`gpus --json`: records with id, bytes, byte/s, peak_flops keyed by precision and sources."""
+    gpus = {g["id"]: g for g in ok(db, "gpus")}
+    h100 = gpus["h100-sxm"]
+    assert h100["memory_bytes"] == 80e9
+    assert h100["bandwidth_bytes_per_s"] == pytest.approx(3.35e12)
+    assert h100["peak_flops"]["bf16"] == pytest.approx(989.4e12)
+    assert h100["peak_flops"]["fp4"] is None
+    assert h100["power_w"] == 700
+    assert any(s.startswith("http") for s in h100["sources"])
+
+
+def test_models_lists_shapes_params_and_kv_bytes(db):
+    """`models --json`: Llama 3.1 8B has 32 layers, 8.03 B params, 128 KiB of bf16 KV per token."""
+    models = {m["id"]: m for m in ok(db, "models")}
+    m = models["llama-3.1-8b"]
+    assert (m["layers"], m["hidden_size"]) == (32, 4096)
+    assert m["total_params"] == 8_030_261_248
+    # 32 layers x 2 (K and V) x 8 KV heads x 128 dims x 2 bytes
+    assert m["kv_bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+
+
+def test_model_from_config_parses_a_config_file(db, tmp_path):
+    """`model-from-config PATH`: the record of a Hugging Face config.json."""
+    path = tmp_path / "config.json"
+    path.write_text((ROOT / "data/seed/models/mistral-7b.json").read_text())
+    rec = ok(db, "model-from-config", str(path), "--id", "mistral-copy")
+    assert rec["id"] == "mistral-copy"
+    assert rec["total_params"] == 7_248_023_552
+    assert rec["num_kv_heads"] == 8
+
+
+def test_ridge_of_h100_sxm(db):
+    """`ridge`: 989.4e12 / 3.35e12 = 295.3 FLOP/byte in bf16, 590.7 in fp8."""
+    r = ok(db, "ridge", "--gpu", "h100-sxm")
+    assert r["ridge"] == pytest.approx(989.4 / 3.35, rel=1e-9)
+    assert ok(db, "ridge", "--gpu", "h100-sxm", "--precision", "fp8")["ridge"] == pytest.approx(1978.9 / 3.35, rel=1e-9)
+
+
+def test_ceiling_of_70b_on_two_h100_matches_the_seed(db):
+    """`ceiling`: Llama 3.1 70B bf16 on 2 x H100 SXM at batch 1 has a ~48 tok/s weights-only ceiling."""
+    r = ok(db, "ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-70b", "--num-gpus", "2", "--ops")
+    assert r["bandwidth_ceiling_tokens_per_s"] == pytest.approx(48, rel=0.02)
+    for key in (
+        "step_time_s",
+        "tokens_per_s_per_user",
+        "tokens_per_s_total",
+        "ttft_s",
+        "flops",
+        "bytes",
+        "weight_bytes",
+        "kv_bytes",
+        "intensity",
+        "bound",
+        "memory_required_bytes",
+        "fits",
+        "max_batch",
+        "flags",
+    ):
+        assert key in r
+    assert r["bound"] == "memory"
+    assert r["fits"] is True
+    assert {op["op"] for op in r["ops"]} >= {"q_proj", "attention", "mlp gate+up", "lm_head"}
+
+
+def test_sweep_writes_parquet_and_csv(db, tmp_path):
+    """`sweep --out`: one row per scenario of the grid, to Parquet or CSV."""
+    out = tmp_path / "s.parquet"
+    ok(
+        db,
+        "sweep",
+        "--gpu",
+        "h100-sxm",
+        "--gpu",
+        "l40s",
+        "--model",
+        "llama-3.1-8b",
+        "--batch",
+        "1",
+        "--batch",
+        "8",
+        "--context",
+        "4096",
+        "--out",
+        str(out),
+    )
+    frame = pl.read_parquet(out)
+    assert frame.height == 2 * 1 * 3 * 2 * 1  # gpus x models x default weights x batches x contexts
+    csv = tmp_path / "s.csv"
+    ok(db, "sweep", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--batch", "1", "--context", "1024", "--out", str(csv))
+    assert pl.read_csv(csv).height == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("ridge", "--gpu", "h100"), "unknown accelerator 'h100'; did you mean h100-sxm"),
+        (("ceiling", "--gpu", "h100-sxm", "--model", "llama-3-8b"), "unknown model 'llama-3-8b'; did you mean"),
+        (("ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--batch", "0"), "--batch"),
+        (("ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--context", "-5"), "--context"),
+        (("ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--spec-acceptance", "1"), "--spec-acceptance"),
+        (("ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--weights", "fp9"), "unknown precision 'fp9'"),
+        (("ridge", "--gpu", "a100-80gb-sxm", "--precision", "fp8"), "has no fp8 peak"),
+        (("sweep", "--gpu", "h100-sxm", "--batch", "0", "--out", "x.csv"), "--batch"),
+    ],
+)
+def test_bad_arguments_exit_non_zero_with_a_message_naming_them(db, args, message):
+    """Unknown ids and impossible values: exit status 2, one line on stderr naming the argument."""
+    proc = run(db, *args)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stdout == ""
+
+
+def test_missing_config_field_is_named(db, tmp_path):
+    """`model-from-config` on a config without num_attention_heads names that field."""
+    cfg = json.loads((ROOT / "data/seed/models/llama-3.1-8b.json").read_text())
+    del cfg["num_attention_heads"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    proc = run(db, "model-from-config", str(path))
+    assert proc.returncode == 2
+    assert "num_attention_heads: missing" in proc.stderr
