@@ -315,7 +315,7 @@ def _finish(out: pl.DataFrame) -> pl.DataFrame:
         .then(
             pl.format(
                 "does not fit: needs {} GB of {} GB usable",
-                (pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes")) / 1e9,
+                ((pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes")) / 1e9).round(1),
                 (pl.col("usable_bytes") / 1e9).round(1),
             )
         )

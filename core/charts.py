@@ -15,6 +15,8 @@ import polars as pl
 MEMORY_COLOUR = "#1f77b4"
 COMPUTE_COLOUR = "#ff7f0e"
 BOUND_SCALE = alt.Scale(domain=["memory", "compute"], range=[MEMORY_COLOUR, COMPUTE_COLOUR])
+#: Roof colours: none of them blue or orange, which mean memory- and compute-bound.
+ROOF_COLOURS = ["#2f855a", "#6b46c1", "#b83280", "#718096", "#975a16", "#0d9488", "#1a202c", "#c53030"]
 #: Axis labels in SI (1e12 -> 1T) via d3-format's SI type.
 SI_FORMAT = "~s"
 
@@ -80,7 +82,9 @@ def roofline_chart(
         scale=alt.Scale(type="log", domain=y_dom),
         axis=alt.Axis(format=SI_FORMAT, title="Attainable performance (FLOP/s)"),
     )
-    series = alt.Color("series:N", title="Roof", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320))
+    series = alt.Color(
+        "series:N", title="Roof", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
+    )
     kinds = [k for k in ("datasheet", "derated") if k in set(roofs["roof"].to_list())]
     dash = alt.StrokeDash(
         "roof:N",

@@ -1,0 +1,102 @@
+"""AppTest: every page renders without an exception and shows the values it should."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.app.conftest import chart_frames
+
+PAGES = ["home", "roofline", "ridges", "catalogue"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_without_an_exception(open_page, page):
+    """Each page runs to the end on the default scenario with a title and no error box."""
+    at = open_page(page)
+    assert at.title, f"{page} has no title"
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_overview_headline_for_70b_on_two_h100(open_page):
+    """The overview states the ceiling of the linked scenario: 70B bf16 on 2 x H100 SXM, batch 1."""
+    at = open_page("home", gpu="h100-sxm", model="llama-3.1-70b", num_gpus="2", batch="1", context="1024")
+    metrics = {m.label: m.value for m in at.metric}
+    # 2 x 3.35 TB/s over ~141 GB of weights and ~0.34 GB of KV: a little under the seed's 48 tok/s
+    per_user = float(metrics["Tokens/s per user"])
+    assert 44 < per_user < 48.5
+    assert metrics["Decode is"] == "memory-bound"
+    text = " ".join(m.value for m in at.markdown)
+    assert "295 FLOP/byte" in text
+
+
+def test_roofline_chart_holds_the_h100_ridge_and_the_batch_independent_attention_point(open_page):
+    """Chart data: the H100 SXM bf16 ridge at ~295 and decode attention at the same intensity for batch 1 and 512."""
+    at = open_page("roofline", gpu="h100-sxm", model="llama-3.1-8b", batch="1")
+    frames = chart_frames(at)
+    roofs = next(f for f in frames if "point" in f.columns and "ridge" in f.columns and "series" in f.columns)
+    ridge = roofs.filter(pl.col("point") == "ridge")["ridge"].unique().to_list()
+    assert len(ridge) == 1 and ridge[0] == pytest.approx(989.4 / 3.35, rel=1e-6)
+    paths = next(f for f in frames if "batch" in f.columns and f["batch"].n_unique() > 1)
+    attn = paths.filter(pl.col("point") == "decode attention").sort("batch")
+    at1 = attn.filter(pl.col("batch") == 1)["intensity"].item()
+    at512 = attn.filter(pl.col("batch") == 512)["intensity"].item()
+    assert at1 == pytest.approx(at512, rel=1e-9)
+    assert at1 == pytest.approx(4.0, rel=0.01)  # 2 g / bytes = 2 x 4 / 2 for Llama 3.1 8B in bf16
+    mm = paths.filter(pl.col("point") == "decode matmul")
+    assert mm.filter(pl.col("batch") == 512)["intensity"].item() > 15 * mm.filter(pl.col("batch") == 1)["intensity"].item()
+
+
+def test_roofline_batch_slider_moves_the_decode_matmul_point(open_page):
+    """Moving the batch slider to 256 puts the decode matmul near 256 FLOP/byte and keeps it shared."""
+    at = open_page("roofline")
+    at.select_slider(key="rf_batch").set_value(256).run()
+    assert not at.exception
+    assert "Batch 256" in " ".join(m.value for m in at.markdown)
+    assert at.number_input(key="sc_batch").value == 256
+
+
+def test_roofline_draws_a_derated_roof_when_efficiency_is_below_one(open_page):
+    """A bandwidth efficiency of 0.8 adds a derated roof whose ridge is 1 / 0.8 of the datasheet's."""
+    at = open_page("roofline")
+    at.slider[0].set_value(0.8).run()
+    roofs = next(f for f in chart_frames(at) if "roof" in f.columns)
+    ridges = dict(roofs.filter(pl.col("point") == "ridge").select("roof", "ridge").unique().iter_rows())
+    assert ridges["derated"] == pytest.approx(ridges["datasheet"] / 0.8, rel=1e-9)
+
+
+def test_ridge_page_marks_compute_bound_accelerators_at_a_large_batch(open_page):
+    """At batch 512 in bf16 (intensity 512), every bf16 ridge below 512 is compute-bound, the rest memory-bound."""
+    at = open_page("ridges", batch="512")
+    bars = next(f for f in chart_frames(at) if "bound" in f.columns)
+    assert bars.height >= 30
+    wrong = bars.filter((pl.col("ridge") <= 512) != (pl.col("bound") == "compute"))
+    assert wrong.height == 0
+    assert bars.filter(pl.col("bound") == "compute").height > 0
+    h100 = bars.filter(pl.col("id") == "h100-sxm").row(0, named=True)
+    assert h100["ridge_batch"] == 296  # ceil(295.3 x 2 bytes / 2)
+
+
+def test_ridge_page_fp4_shows_only_accelerators_with_fp4(open_page):
+    """Switching to fp4 keeps only accelerators with a native fp4 peak; B200's ridge is ~1,125."""
+    at = open_page("ridges")
+    at.radio(key="rd_precision").set_value("fp4").run()
+    bars = next(f for f in chart_frames(at) if "bound" in f.columns)
+    assert "h100-sxm" not in bars["id"].to_list()
+    assert bars.filter(pl.col("id") == "b200")["ridge"].item() == pytest.approx(9000 / 8, rel=1e-9)
+
+
+def test_catalogue_counts_and_search(open_page):
+    """The catalogue lists every accelerator; a search narrows the table."""
+    at = open_page("catalogue")
+    captions = " ".join(c.value for c in at.caption)
+    assert "42 of 42 accelerators" in captions
+    at.text_input(key="cat_gpu_search").set_value("mi3").run()
+    assert "3 of 42 accelerators" in " ".join(c.value for c in at.caption)
+
+
+def test_an_unknown_gpu_in_a_link_falls_back_with_a_message(open_page):
+    """A link naming an unknown accelerator keeps the app running and says what was ignored."""
+    at = open_page("home", gpu="h1000")
+    assert any("gpu='h1000'" in w.value for w in at.warning)
+    assert at.selectbox(key="sc_gpu").value == "h100-sxm"
