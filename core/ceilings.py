@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue import Catalogue, UnknownIdError
-from core.perfmodel import operation_costs, peak_columns, step_totals, with_effective_peak, with_precision_columns
+from core.perfmodel import operation_costs, operation_sums, peak_columns, step_totals, with_effective_peak, with_precision_columns
 from core.precisions import FORMATS, default_compute
 from core.specs import Scenario
 
@@ -72,58 +72,37 @@ def scenario_frame(scenarios: Sequence[Scenario] | pl.DataFrame) -> pl.DataFrame
     return frame
 
 
-def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame) -> pl.DataFrame:
-    """One row per scenario: step time, tokens/s, TTFT, bytes, intensity, fit, cost, flags."""
+def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """One row per scenario: step time, tokens/s, TTFT, bytes, intensity, fit, cost, flags.
+
+    One lazy plan: `columns` (default all) lets Polars skip what is not asked for.
+    """
     scen = scenario_frame(scenarios)
     _check_ids(cat, scen)
     spec = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
-    common = [pl.col("gpu").alias("gpu_id")] + [
-        pl.col(c) for c in ("num_gpus", "weights", "compute", "kv", "eff_bandwidth", "eff_compute", "overhead_s")
-    ]
-    flash = pl.col("flash_attention").alias("flash")
-    decode = scen.select(
-        "scenario_id",
-        *common,
-        flash,
-        pl.col("model").alias("model_id"),
-        pl.col("batch"),
-        pl.when(spec).then(pl.col("spec_draft_len") + 1).otherwise(1).alias("q"),
-        pl.col("context").alias("cached"),
-        pl.lit(False).alias("prefill"),
-        pl.lit("decode").alias("role"),
+    roles = {
+        "decode": _step_key(
+            pl.col("model"), pl.col("batch"), pl.when(spec).then(pl.col("spec_draft_len") + 1).otherwise(1), pl.col("context"), False
+        ),
+        "prefill": _step_key(pl.col("model"), pl.lit(1), pl.col("prompt"), pl.lit(0), True),
+        "draft": _step_key(pl.col("spec_draft_model"), pl.col("batch"), pl.lit(1), pl.col("context"), False),
+    }
+    # decode steps are one per scenario; prefill and draft steps repeat across a sweep, so
+    # each distinct one is evaluated once (keyed by the hash of its key struct)
+    lf = scen.lazy().with_columns(
+        pl.col("scenario_id").cast(pl.UInt64).alias("decode_step_id"),
+        *[key.hash().alias(f"{role}_step_id") for role, key in roles.items() if role != "decode"],
     )
-    prefill = scen.select(
-        "scenario_id",
-        *common,
-        flash,
-        pl.col("model").alias("model_id"),
-        pl.lit(1).alias("batch"),
-        pl.col("prompt").alias("q"),
-        pl.lit(0).alias("cached"),
-        pl.lit(True).alias("prefill"),
-        pl.lit("prefill").alias("role"),
-    )
-    draft = scen.filter(spec).select(
-        "scenario_id",
-        *common,
-        flash,
-        pl.col("spec_draft_model").alias("model_id"),
-        pl.col("batch"),
-        pl.lit(1).alias("q"),
-        pl.col("context").alias("cached"),
-        pl.lit(False).alias("prefill"),
-        pl.lit("draft").alias("role"),
-    )
-    wanted = pl.concat([decode, prefill, draft], how="vertical_relaxed").with_columns(
-        pl.col("batch").cast(pl.Int64), pl.col("q").cast(pl.Int64), pl.col("cached").cast(pl.Int64), pl.col("num_gpus").cast(pl.Int64)
-    )
-    steps = wanted.select(_STEP_KEY).unique().with_row_index("step_id")
-    totals = step_results(cat, steps)
-    per_role = wanted.join(totals, on=list(_STEP_KEY), how="left")
-
-    def role(name: str, cols: list[str]) -> pl.DataFrame:
-        return per_role.filter(pl.col("role") == name).select("scenario_id", *[pl.col(c).alias(f"{name}_{c}") for c in cols])
-
+    decode_steps = scen.lazy().select(pl.col("scenario_id").cast(pl.UInt64).alias("step_id"), roles["decode"].alias("k")).unnest("k")
+    shared_steps = pl.concat(
+        [
+            scen.lazy().filter(spec if role == "draft" else pl.lit(True)).select(key.hash().alias("step_id"), key.alias("k")).unnest("k")
+            for role, key in roles.items()
+            if role != "decode"
+        ]
+    ).unique("step_id")
+    results = {"decode": step_results(cat, decode_steps).collect().lazy()}
+    results["prefill"] = results["draft"] = step_results(cat, shared_steps).collect().lazy()
     step_cols = [
         "step_time_s",
         "flops",
@@ -131,7 +110,7 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame) -> pl
         "weight_bytes",
         "kv_read_bytes",
         "kv_write_bytes",
-        "act_bytes",
+        "activation_bytes",
         "comm_time_s",
         "memory_bound_time_s",
         "compute_bound_time_s",
@@ -143,20 +122,61 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame) -> pl
         "comm_flag",
         "bandwidth_bytes_per_s",
     ]
-    out = (
-        scen.join(role("decode", step_cols), on="scenario_id", how="left")
-        .join(role("prefill", ["step_time_s", "flops", "bytes", "intensity", "bound"]), on="scenario_id", how="left")
-        .join(role("draft", ["step_time_s"]), on="scenario_id", how="left")
+    wanted = {"decode": step_cols, "prefill": ["step_time_s", "flops", "bytes", "intensity", "bound"], "draft": ["step_time_s"]}
+    for role, cols in wanted.items():
+        lf = lf.join(
+            results[role].select(pl.col("step_id").alias(f"{role}_step_id"), *[pl.col(c).alias(f"{role}_{c}") for c in cols]),
+            on=f"{role}_step_id",
+            how="left",
+        )
+    # joins need not keep row order: return the scenarios in the order they came
+    out = _finish(_with_memory(cat, lf)).sort("scenario_id")
+    return out.select(columns).collect() if columns else out.collect()
+
+
+def _step_key(model: pl.Expr, batch: pl.Expr, q: pl.Expr, cached: pl.Expr, prefill: bool) -> pl.Expr:
+    """The struct of _STEP_KEY columns that identifies one step of a scenario."""
+    return pl.struct(
+        pl.col("gpu").alias("gpu_id"),
+        model.cast(pl.String).alias("model_id"),
+        pl.col("num_gpus").cast(pl.Int64),
+        pl.col("weights"),
+        pl.col("compute"),
+        pl.col("kv"),
+        batch.cast(pl.Int64).alias("batch"),
+        q.cast(pl.Int64).alias("q"),
+        cached.cast(pl.Int64).alias("cached"),
+        pl.lit(prefill).alias("prefill"),
+        pl.col("eff_bandwidth").cast(pl.Float64),
+        pl.col("eff_compute").cast(pl.Float64),
+        pl.col("flash_attention").alias("flash"),
+        pl.col("overhead_s").cast(pl.Float64),
     )
-    out = _with_memory(cat, out)
-    return _finish(out)
 
 
-def step_results(cat: Catalogue, steps: pl.DataFrame) -> pl.DataFrame:
-    """Per distinct step: totals over operations (see core.perfmodel.step_totals)."""
+def step_results(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    """Per distinct step: totals over operations (see core.perfmodel.step_totals).
+
+    Only attention depends on the KV format, the cached context and fusion, so
+    the other operations are evaluated once per distinct remaining key and
+    their sums shared by every step with that key.
+    """
     lf = _steps_with_hardware(cat, steps)
-    costs = operation_costs(lf, cat.ops.lazy())
-    return step_totals(costs, lf).collect()
+    attn_ops = cat.ops.filter(pl.col("kind") == "attn").lazy()
+    other_ops = cat.ops.filter(pl.col("kind") != "attn").lazy()
+    shared = [c for c in _STEP_KEY if c not in ("kv", "cached", "flash")]
+    keyed = lf.with_columns(pl.struct(shared).hash().alias("shared_key"))
+    other_steps = keyed.unique("shared_key").drop("step_id").rename({"shared_key": "step_id"})
+    other = operation_sums(operation_costs(other_steps, other_ops, only="other"))
+    attn = operation_sums(operation_costs(keyed, attn_ops, only="attn"))
+    summed = [c for c in other.collect_schema().names() if c != "step_id"]
+    both = (
+        keyed.join(other.rename({"step_id": "shared_key"}), on="shared_key", how="left")
+        .join(attn, on="step_id", how="left", suffix="_attn")
+        .with_columns([(pl.col(c).fill_null(0.0) + pl.col(f"{c}_attn").fill_null(0.0)).alias(c) for c in summed])
+        .drop([f"{c}_attn" for c in summed], "shared_key")
+    )
+    return step_totals(both)
 
 
 def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode") -> pl.DataFrame:
@@ -210,8 +230,9 @@ def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode"
     )
 
 
-def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame) -> pl.LazyFrame:
-    gpus = cat.gpus.select(pl.col("id").alias("gpu_id"), "bandwidth_bytes_per_s", "scaleup_bytes_per_s", *peak_columns())
+def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
+    gpus = cat.gpus.select(pl.col("id").alias("gpu_id"), "bandwidth_bytes_per_s", "scaleup_bytes_per_s")
+    peaks = cat.gpus.select(pl.col("id").alias("gpu_id"), *peak_columns())
     shapes = pl.DataFrame(
         {
             "model_id": list(cat.records),
@@ -219,20 +240,30 @@ def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame) -> pl.LazyFrame:
             "hidden_size": [r.hidden_size for r in cat.records.values()],
         }
     )
-    lf = with_precision_columns(steps).join(gpus.lazy(), on="gpu_id", how="left").join(shapes.lazy(), on="model_id", how="left")
-    return with_effective_peak(lf)
+    # the effective peak depends on (accelerator, compute format) only: resolve each pair once
+    pairs = with_effective_peak(steps.lazy().select("gpu_id", "compute").unique().join(peaks.lazy(), on="gpu_id", how="left")).select(
+        "gpu_id", "compute", "compute_used", "peak_flops", "act_bytes", "compute_flag"
+    )
+    return (
+        with_precision_columns(steps)
+        .join(gpus.lazy(), on="gpu_id", how="left")
+        .join(pairs, on=["gpu_id", "compute"], how="left")
+        .join(shapes.lazy(), on="model_id", how="left")
+    )
 
 
-def _with_memory(cat: Catalogue, out: pl.DataFrame) -> pl.DataFrame:
+def _with_memory(cat: Catalogue, out: pl.LazyFrame) -> pl.LazyFrame:
     """Weights, KV cache and reserve against num_gpus x memory; max batch; fewest GPUs."""
     wb = {k: f.bytes for k, f in FORMATS.items()}
     attn = cat.ops.filter(pl.col("kind") == "attn").select("model_id", "layers", "kv_elems", "window", "kv_replicated", "kv_heads")
     ctx = pl.col("context").cast(pl.Float64)
     held = pl.when(pl.col("window") > 0).then(pl.min_horizontal(ctx, pl.col("window"))).otherwise(ctx)
+    # KV held per sequence depends on the model and the context only
     kv_seq = (
-        out.select("scenario_id", pl.col("model").alias("model_id"), "context", "num_gpus")
-        .join(attn, on="model_id", how="inner")
-        .group_by("scenario_id")
+        out.select(pl.col("model").alias("model_id"), "context")
+        .unique()
+        .join(attn.lazy(), on="model_id", how="inner")
+        .group_by(pl.col("model_id").alias("model"), "context")
         .agg(
             (pl.col("layers") * pl.col("kv_elems") * held).sum().alias("kv_elems_per_seq"),
             pl.col("kv_replicated").max().alias("kv_replicated"),
@@ -248,10 +279,10 @@ def _with_memory(cat: Catalogue, out: pl.DataFrame) -> pl.DataFrame:
     uses_draft = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
     shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
     return (
-        out.join(kv_seq, on="scenario_id", how="left")
-        .join(params, on="model", how="left")
-        .join(draft_params, on="spec_draft_model", how="left")
-        .join(gpus, on="gpu", how="left")
+        out.join(kv_seq, on=["model", "context"], how="left")
+        .join(params.lazy(), on="model", how="left")
+        .join(draft_params.lazy(), on="spec_draft_model", how="left")
+        .join(gpus.lazy(), on="gpu", how="left")
         .with_columns(
             (pl.col("total_params") * w_bytes + pl.when(uses_draft).then(pl.col("draft_params") * w_bytes).otherwise(0.0)).alias(
                 "weight_memory_bytes"
@@ -294,7 +325,7 @@ def _min_gpus(weights: pl.Expr, kv_one: pl.Expr, usable_per_gpu: pl.Expr, replic
     return pl.when(replicated).then(repl).otherwise(sharded).cast(pl.Int64)
 
 
-def _finish(out: pl.DataFrame) -> pl.DataFrame:
+def _finish(out: pl.LazyFrame) -> pl.LazyFrame:
     a = pl.col("spec_acceptance")
     k = pl.col("spec_draft_len").cast(pl.Float64)
     spec = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
@@ -311,15 +342,8 @@ def _finish(out: pl.DataFrame) -> pl.DataFrame:
     flags = pl.concat_list(
         pl.col("decode_compute_flag"),
         pl.col("decode_comm_flag"),
-        pl.when(~pl.col("fits"))
-        .then(
-            pl.format(
-                "does not fit: needs {} GB of {} GB usable",
-                ((pl.col("weight_memory_bytes") + pl.col("kv_memory_bytes")) / 1e9).round(1),
-                (pl.col("usable_bytes") / 1e9).round(1),
-            )
-        )
-        .otherwise(None),
+        # the figures are in weight_memory_bytes, kv_memory_bytes and usable_bytes
+        pl.when(~pl.col("fits")).then(pl.lit("does not fit in memory: weights + KV exceed the usable memory")).otherwise(None),
         pl.when(pl.col("spec_draft_len") > 0)
         .then(pl.when(pl.col("spec_draft_model").is_null()).then(pl.lit("speculative decoding ignored: no draft model")).otherwise(None))
         .otherwise(None),

@@ -100,11 +100,13 @@ def visible(tokens: pl.Expr, window: pl.Expr) -> pl.Expr:
     return pl.when(window > 0).then(pl.min_horizontal(tokens, window)).otherwise(tokens)
 
 
-def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame) -> pl.LazyFrame:
+def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame, *, only: str | None = None) -> pl.LazyFrame:
     """One row per (step, operation): FLOPs, bytes by kind, per-GPU times, bound side.
 
     `steps` carries STEP_COLUMNS plus w_bytes, kv_bytes_el, act_bytes,
     peak_flops and bandwidth_bytes_per_s (from the accelerator join).
+    `only="attn"` or `only="other"` says `ops` holds only attention rows or
+    none, so the other kind's formulas are not evaluated (same results).
     """
     b = pl.col("batch").cast(pl.Float64)
     q = pl.col("q").cast(pl.Float64)
@@ -152,8 +154,27 @@ def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame) -> pl.LazyFrame:
         .otherwise(tokens * (pl.col("in_dim") + pl.col("out_dim")) * act)
     )
     kv_el = pl.col("kv_elems") * pl.col("kv_bytes_el")
-    kv_read = pl.when(kind == "attn").then(b * visible(pl.col("cached").cast(pl.Float64) + q, pl.col("window")) * kv_el).otherwise(0.0)
+    attn_kv_read = b * visible(pl.col("cached").cast(pl.Float64) + q, pl.col("window")) * kv_el
+    kv_read = pl.when(kind == "attn").then(attn_kv_read).otherwise(0.0)
     kv_write = pl.when(kind == "attn").then(t * kv_el).otherwise(0.0)
+    if only == "attn":
+        flops = b * pairs * pair_flops
+        weight_bytes = pl.col("params") * pl.col("w_bytes")
+        act_bytes = t * (pl.col("in_dim") + pl.col("out_dim")) * act + pl.when(pl.col("flash")).then(0.0).otherwise(
+            4.0 * b * pl.col("heads") * pairs * act
+        )
+        kv_read, kv_write = attn_kv_read, t * kv_el
+    elif only == "other":
+        flops = (
+            pl.when(kind.is_in(["matmul", "lm_head"]))
+            .then(2.0 * tokens * pl.col("params"))
+            .when(kind == "moe")
+            .then(2.0 * t * k * pl.col("params"))
+            .when(kind == "norm")
+            .then(4.0 * t * pl.col("in_dim"))
+            .otherwise(0.0)
+        )
+        kv_read = kv_write = pl.lit(0.0)
 
     n = pl.col("num_gpus").cast(pl.Float64)
     kv_shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
@@ -169,7 +190,9 @@ def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame) -> pl.LazyFrame:
             (act_bytes * layers).alias("act_bytes_total"),
             (kv_read * layers).alias("kv_read_bytes"),
             (kv_write * layers).alias("kv_write_bytes"),
-            pl.when(kind == "attn").then(kv_shard).otherwise(1.0).alias("kv_shard"),
+            (
+                kv_shard if only == "attn" else pl.lit(1.0) if only == "other" else pl.when(kind == "attn").then(kv_shard).otherwise(1.0)
+            ).alias("kv_shard"),
         )
         .with_columns(
             (pl.col("weight_bytes") + pl.col("act_bytes_total") + pl.col("kv_read_bytes") + pl.col("kv_write_bytes")).alias("bytes"),
@@ -190,19 +213,14 @@ def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def step_totals(op_costs: pl.LazyFrame, steps: pl.LazyFrame) -> pl.LazyFrame:
-    """Per step: sums over operations plus tensor-parallel all-reduce time.
-
-    Communication: two all-reduces per layer of batch x q x hidden activations,
-    each moving 2 (n - 1) / n of the message over the scale-up link in one
-    direction (half the bidirectional figure vendors quote).
-    """
+def operation_sums(op_costs: pl.LazyFrame) -> pl.LazyFrame:
+    """Per step_id: sums over its operations (FLOPs, bytes by kind, times by bound side)."""
     is_mem = pl.col("bound") == "memory"
-    sums = op_costs.group_by("step_id").agg(
+    return op_costs.group_by("step_id").agg(
         pl.col("flops").sum(),
         pl.col("bytes").sum(),
         pl.col("weight_bytes").sum(),
-        pl.col("act_bytes_total").sum().alias("act_bytes"),
+        pl.col("act_bytes_total").sum().alias("activation_bytes"),
         pl.col("kv_read_bytes").sum(),
         pl.col("kv_write_bytes").sum(),
         pl.col("time_s").sum().alias("ops_time_s"),
@@ -212,13 +230,21 @@ def step_totals(op_costs: pl.LazyFrame, steps: pl.LazyFrame) -> pl.LazyFrame:
         pl.col("memory_time_s").sum().alias("weights_kv_time_s"),
         pl.col("compute_time_s").sum().alias("flops_time_s"),
     )
+
+
+def step_totals(steps: pl.LazyFrame) -> pl.LazyFrame:
+    """Step time from the operation sums (operation_sums) plus tensor-parallel all-reduces.
+
+    Communication: two all-reduces per layer of batch x q x hidden activations,
+    each moving 2 (n - 1) / n of the message over the scale-up link in one
+    direction (half the bidirectional figure vendors quote).
+    """
     n = pl.col("num_gpus").cast(pl.Float64)
     msg = pl.col("batch") * pl.col("q") * pl.col("hidden_size") * pl.col("act_bytes")
     link = pl.col("scaleup_bytes_per_s") / 2.0
     comm = pl.when(n > 1).then(2.0 * pl.col("num_layers") * 2.0 * (n - 1.0) / n * msg / link).otherwise(0.0)
     return (
-        steps.join(sums, on="step_id", how="left")
-        .with_columns(comm.fill_null(0.0).alias("comm_time_s"))
+        steps.with_columns(comm.fill_null(0.0).alias("comm_time_s"))
         .with_columns(
             (pl.col("ops_time_s") + pl.col("comm_time_s") + pl.col("overhead_s")).alias("step_time_s"),
             (pl.col("flops") / pl.col("bytes")).alias("intensity"),

@@ -82,4 +82,4 @@ def sweep(cat: Catalogue, grid: pl.DataFrame) -> pl.DataFrame:
     """Evaluate a scenario grid; one row per scenario with the sweep columns."""
     if grid.is_empty():
         return pl.DataFrame(schema={c: pl.Null for c in SWEEP_COLUMNS})
-    return evaluate(cat, grid).select(SWEEP_COLUMNS)
+    return evaluate(cat, grid, columns=SWEEP_COLUMNS)
