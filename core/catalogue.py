@@ -12,6 +12,7 @@ import difflib
 import json
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,43 @@ class Catalogue:
     def check_gpu(self, gpu_id: str) -> str:
         self.gpu(gpu_id)
         return gpu_id
+
+    # -- frames the evaluation joins, prepared once per catalogue (each eager
+    #    Polars operation is a query of its own, so per-call copies add up) --
+    @cached_property
+    def attn_ops(self) -> pl.DataFrame:
+        """Operation rows of kind attn."""
+        return self.ops.filter(pl.col("kind") == "attn")
+
+    @cached_property
+    def other_ops(self) -> pl.DataFrame:
+        """Operation rows of every other kind."""
+        return self.ops.filter(pl.col("kind") != "attn")
+
+    @cached_property
+    def hardware(self) -> pl.DataFrame:
+        """gpu_id, bandwidth and scale-up link of each accelerator."""
+        return self.gpus.select(pl.col("id").alias("gpu_id"), "bandwidth_bytes_per_s", "scaleup_bytes_per_s")
+
+    @cached_property
+    def peaks(self) -> pl.DataFrame:
+        """gpu_id and the dense peak of each precision."""
+        return self.gpus.select(pl.col("id").alias("gpu_id"), *[f"peak_{p}" for p in PEAK_PRECISIONS])
+
+    @cached_property
+    def shapes(self) -> pl.DataFrame:
+        """model_id, layers and hidden size (for communication)."""
+        return pl.DataFrame(
+            {
+                "model_id": list(self.records),
+                "num_layers": [r.num_layers for r in self.records.values()],
+                "hidden_size": [r.hidden_size for r in self.records.values()],
+            }
+        )
+
+    @cached_property
+    def gpu_ids(self) -> frozenset[str]:
+        return frozenset(self.gpus["id"].to_list())
 
 
 def build_catalogue(gpu_rows: pl.DataFrame, model_rows: pl.DataFrame) -> Catalogue:

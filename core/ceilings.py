@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue import Catalogue, UnknownIdError
-from core.perfmodel import operation_costs, operation_sums, peak_columns, step_totals, with_effective_peak, with_precision_columns
+from core.perfmodel import collect, operation_costs, operation_sums, step_totals, with_effective_peak, with_precision_columns
 from core.precisions import FORMATS, default_compute
 from core.specs import Scenario
 
@@ -56,14 +56,17 @@ _STEP_KEY = (
 
 def scenario_frame(scenarios: Sequence[Scenario] | pl.DataFrame) -> pl.DataFrame:
     """Normalise scenarios into a frame with every Scenario column and a scenario_id."""
-    frame = scenarios if isinstance(scenarios, pl.DataFrame) else pl.DataFrame([s.model_dump() for s in scenarios])
-    for name, value in SCENARIO_DEFAULTS.items():
-        if name not in frame.columns:
-            frame = frame.with_columns(pl.lit(value).alias(name))
+    if not isinstance(scenarios, pl.DataFrame):
+        # records: every field is present; resolve the compute default in Python (one query less)
+        rows = [{**s.model_dump(), "compute": s.compute or default_compute(s.weights)} for s in scenarios]
+        schema = {"spec_draft_model": pl.String, "compute": pl.String}
+        return pl.DataFrame(rows, schema_overrides=schema).with_row_index("scenario_id")
+    frame = scenarios
+    missing = [pl.lit(v).alias(n) for n, v in SCENARIO_DEFAULTS.items() if n not in frame.columns]
     if "spec_draft_model" not in frame.columns:
-        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("spec_draft_model"))
+        missing.append(pl.lit(None, dtype=pl.String).alias("spec_draft_model"))
     defaults = {w: default_compute(w) for w in FORMATS}
-    frame = frame.with_columns(
+    frame = frame.with_columns(*missing).with_columns(
         pl.coalesce(pl.col("compute").cast(pl.String), pl.col("weights").replace_strict(defaults, return_dtype=pl.String)).alias("compute"),
         pl.col("spec_draft_model").cast(pl.String),
     )
@@ -101,8 +104,9 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
             if role != "decode"
         ]
     ).unique("step_id")
-    results = {"decode": step_results(cat, decode_steps).collect().lazy()}
-    results["prefill"] = results["draft"] = step_results(cat, shared_steps).collect().lazy()
+    rows = scen.height
+    results = {"decode": collect(step_results(cat, decode_steps), rows).lazy()}
+    results["prefill"] = results["draft"] = collect(step_results(cat, shared_steps), rows).lazy()
     step_cols = [
         "step_time_s",
         "flops",
@@ -131,7 +135,7 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
         )
     # joins need not keep row order: return the scenarios in the order they came
     out = _finish(_with_memory(cat, lf)).sort("scenario_id")
-    return out.select(columns).collect() if columns else out.collect()
+    return collect(out.select(columns) if columns else out, rows)
 
 
 def _step_key(model: pl.Expr, batch: pl.Expr, q: pl.Expr, cached: pl.Expr, prefill: bool) -> pl.Expr:
@@ -162,8 +166,8 @@ def step_results(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyF
     their sums shared by every step with that key.
     """
     lf = _steps_with_hardware(cat, steps)
-    attn_ops = cat.ops.filter(pl.col("kind") == "attn").lazy()
-    other_ops = cat.ops.filter(pl.col("kind") != "attn").lazy()
+    attn_ops = cat.attn_ops.lazy()
+    other_ops = cat.other_ops.lazy()
     shared = [c for c in _STEP_KEY if c not in ("kv", "cached", "flash")]
     keyed = lf.with_columns(pl.struct(shared).hash().alias("shared_key"))
     other_steps = keyed.unique("shared_key").drop("step_id").rename({"shared_key": "step_id"})
@@ -209,7 +213,7 @@ def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode"
     )
     _check_ids(cat, step)
     lf = _steps_with_hardware(cat, step)
-    costs = operation_costs(lf, cat.ops.lazy()).collect()
+    costs = collect(operation_costs(lf, cat.ops.lazy()), 1)
     total = costs["time_s"].sum()
     return costs.select(
         "group",
@@ -231,15 +235,7 @@ def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode"
 
 
 def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    gpus = cat.gpus.select(pl.col("id").alias("gpu_id"), "bandwidth_bytes_per_s", "scaleup_bytes_per_s")
-    peaks = cat.gpus.select(pl.col("id").alias("gpu_id"), *peak_columns())
-    shapes = pl.DataFrame(
-        {
-            "model_id": list(cat.records),
-            "num_layers": [r.num_layers for r in cat.records.values()],
-            "hidden_size": [r.hidden_size for r in cat.records.values()],
-        }
-    )
+    gpus, peaks, shapes = cat.hardware, cat.peaks, cat.shapes
     # the effective peak depends on (accelerator, compute format) only: resolve each pair once
     pairs = with_effective_peak(steps.lazy().select("gpu_id", "compute").unique().join(peaks.lazy(), on="gpu_id", how="left")).select(
         "gpu_id", "compute", "compute_used", "peak_flops", "act_bytes", "compute_flag"
@@ -255,14 +251,14 @@ def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> 
 def _with_memory(cat: Catalogue, out: pl.LazyFrame) -> pl.LazyFrame:
     """Weights, KV cache and reserve against num_gpus x memory; max batch; fewest GPUs."""
     wb = {k: f.bytes for k, f in FORMATS.items()}
-    attn = cat.ops.filter(pl.col("kind") == "attn").select("model_id", "layers", "kv_elems", "window", "kv_replicated", "kv_heads")
+    attn = cat.attn_ops.lazy().select("model_id", "layers", "kv_elems", "window", "kv_replicated", "kv_heads")
     ctx = pl.col("context").cast(pl.Float64)
     held = pl.when(pl.col("window") > 0).then(pl.min_horizontal(ctx, pl.col("window"))).otherwise(ctx)
     # KV held per sequence depends on the model and the context only
     kv_seq = (
         out.select(pl.col("model").alias("model_id"), "context")
         .unique()
-        .join(attn.lazy(), on="model_id", how="inner")
+        .join(attn, on="model_id", how="inner")
         .group_by(pl.col("model_id").alias("model"), "context")
         .agg(
             (pl.col("layers") * pl.col("kv_elems") * held).sum().alias("kv_elems_per_seq"),
@@ -270,9 +266,9 @@ def _with_memory(cat: Catalogue, out: pl.LazyFrame) -> pl.LazyFrame:
             pl.col("kv_heads").min().alias("kv_heads"),
         )
     )
-    params = cat.models.select(pl.col("id").alias("model"), pl.col("total_params"))
-    draft_params = cat.models.select(pl.col("id").alias("spec_draft_model"), pl.col("total_params").alias("draft_params"))
-    gpus = cat.gpus.select(pl.col("id").alias("gpu"), "memory_bytes", "power_w", pl.col("name").alias("gpu_name"), "list_price_usd")
+    params = cat.models.lazy().select(pl.col("id").alias("model"), pl.col("total_params"))
+    draft_params = cat.models.lazy().select(pl.col("id").alias("spec_draft_model"), pl.col("total_params").alias("draft_params"))
+    gpus = cat.gpus.lazy().select(pl.col("id").alias("gpu"), "memory_bytes", "power_w", pl.col("name").alias("gpu_name"), "list_price_usd")
     n = pl.col("num_gpus").cast(pl.Float64)
     w_bytes = pl.col("weights").replace_strict(wb, return_dtype=pl.Float64)
     kv_bytes = pl.col("kv").replace_strict(wb, return_dtype=pl.Float64)
@@ -390,14 +386,14 @@ def _finish(out: pl.LazyFrame) -> pl.LazyFrame:
 def _check_ids(cat: Catalogue, scen: pl.DataFrame) -> None:
     gpu_col = "gpu" if "gpu" in scen.columns else "gpu_id"
     model_col = "model" if "model" in scen.columns else "model_id"
-    known_gpus = set(cat.gpus["id"].to_list())
-    for gid in scen[gpu_col].unique().to_list():
+    known_gpus = cat.gpu_ids
+    for gid in set(scen[gpu_col].to_list()):
         if gid not in known_gpus:
             raise UnknownIdError("accelerator", gid, sorted(known_gpus))
-    models = scen[model_col].unique().to_list()
+    models = set(scen[model_col].to_list())
     if "spec_draft_model" in scen.columns:
-        models += [m for m in scen["spec_draft_model"].unique().to_list() if m is not None]
-    for mid in models:
+        models |= {m for m in scen["spec_draft_model"].to_list() if m is not None}
+    for mid in sorted(models):
         if mid not in cat.records:
             raise UnknownIdError("model", mid, sorted(cat.records))
 

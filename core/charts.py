@@ -70,42 +70,55 @@ def roofline_chart(
     `roofs` comes from core.roofline.roof_lines, `points` and `paths` from
     core.roofline.operating_points (points: one batch; paths: every batch).
     """
-    roofs = positive(roofs, "intensity", "attainable_flops")
-    points = positive(points, "intensity", "attainable_flops")
+    # only the columns the encodings read travel into the spec
+    roofs = positive(roofs, "intensity", "attainable_flops").select(
+        "series", "roof", "point", "intensity", "attainable_flops", "ridge", "peak_flops", "bandwidth_bytes_per_s"
+    )
+    point_cols = ["point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch"]
+    points = positive(points, "intensity", "attainable_flops").select(point_cols)
     x_dom = _log_domain([roofs["intensity"], points["intensity"]], pad=3.0)
     y_dom = _log_domain([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
     x = alt.X(
-        "intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)")
+        "intensity",
+        type="quantitative",
+        scale=alt.Scale(type="log", domain=x_dom),
+        axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)"),
     )
     y = alt.Y(
-        "attainable_flops:Q",
+        "attainable_flops",
+        type="quantitative",
         scale=alt.Scale(type="log", domain=y_dom),
         axis=alt.Axis(format=SI_FORMAT, title="Attainable performance (FLOP/s)"),
     )
     series = alt.Color(
-        "series:N", title="Roof", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
+        "series",
+        type="nominal",
+        title="Roof",
+        scale=alt.Scale(range=ROOF_COLOURS),
+        legend=alt.Legend(orient="bottom", columns=2, labelLimit=320),
     )
     kinds = [k for k in ("datasheet", "derated") if k in set(roofs["roof"].to_list())]
     dash = alt.StrokeDash(
-        "roof:N",
+        "roof",
+        type="nominal",
         title="Roof kind",
         scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)]),
         legend=alt.Legend() if len(kinds) > 1 else None,
     )
     roof_layer = (
-        alt.Chart(roofs)
+        alt.Chart(alt.NamedData(name="roofs"))
         .mark_line(strokeWidth=2.5, clip=True)
         .encode(
             x=x,
             y=y,
             color=series,
             strokeDash=dash,
-            detail="series:N",
+            detail=alt.Detail("series", type="nominal"),
             tooltip=[
-                alt.Tooltip("series:N", title="Roof"),
-                alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
-                alt.Tooltip("peak_flops:Q", format=".3s", title="Peak (FLOP/s)"),
-                alt.Tooltip("bandwidth_bytes_per_s:Q", format=".3s", title="Bandwidth (B/s)"),
+                alt.Tooltip("series", type="nominal", title="Roof"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
+                alt.Tooltip("peak_flops", type="quantitative", format=".3s", title="Peak (FLOP/s)"),
+                alt.Tooltip("bandwidth_bytes_per_s", type="quantitative", format=".3s", title="Bandwidth (B/s)"),
             ],
         )
     )
@@ -113,46 +126,67 @@ def roofline_chart(
         pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label")
     )
     ridge_dots = (
-        alt.Chart(ridges)
+        alt.Chart(alt.NamedData(name="ridges"))
         .mark_point(filled=True, size=60, color="black")
-        .encode(x=x, y=y, tooltip=[alt.Tooltip("series:N"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)")])
+        .encode(
+            x=x,
+            y=y,
+            tooltip=[
+                alt.Tooltip("series", type="nominal"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
+            ],
+        )
     )
-    ridge_text = alt.Chart(ridges).mark_text(align="left", dx=6, dy=12, fontSize=12, fontWeight="bold").encode(x=x, y=y, text="label:N")
+    ridge_text = (
+        alt.Chart(alt.NamedData(name="ridges"))
+        .mark_text(align="left", dx=6, dy=12, fontSize=12, fontWeight="bold")
+        .encode(x=x, y=y, text=alt.Text("label", type="nominal"))
+    )
     tips = [
-        alt.Tooltip("point:N", title="Operating point"),
-        alt.Tooltip("batch:Q", title="Batch"),
-        alt.Tooltip("intensity:Q", format=",.1f", title="Intensity (FLOP/byte)"),
-        alt.Tooltip("attainable_flops:Q", format=".3s", title="Attainable (FLOP/s)"),
-        alt.Tooltip("share_of_peak:Q", format=".1%", title="Share of the compute roof"),
-        alt.Tooltip("bound:N", title="Bound"),
-        alt.Tooltip("ridge_batch:Q", title="Decode batch to reach the ridge"),
+        alt.Tooltip("point", type="nominal", title="Operating point"),
+        alt.Tooltip("batch", type="quantitative", title="Batch"),
+        alt.Tooltip("intensity", type="quantitative", format=",.1f", title="Intensity (FLOP/byte)"),
+        alt.Tooltip("attainable_flops", type="quantitative", format=".3s", title="Attainable (FLOP/s)"),
+        alt.Tooltip("share_of_peak", type="quantitative", format=".1%", title="Share of the compute roof"),
+        alt.Tooltip("bound", type="nominal", title="Bound"),
+        alt.Tooltip("ridge_batch", type="quantitative", title="Decode batch to reach the ridge"),
     ]
     layers: list[alt.Chart] = [roof_layer]
+    labelled = points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"]))
+    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts(), "points": points.to_dicts(), "labels": labelled.to_dicts()}
     if paths is not None and paths.height:
-        paths = positive(paths, "intensity", "attainable_flops")
+        datasets["paths"] = positive(paths, "intensity", "attainable_flops").select(point_cols).to_dicts()
         layers.append(
-            alt.Chart(paths)
+            alt.Chart(alt.NamedData(name="paths"))
             .mark_line(strokeWidth=1, opacity=0.45, color="grey", point=alt.OverlayMarkDef(size=12, color="grey"))
-            .encode(x=x, y=y, detail="point:N", order="batch:Q", tooltip=tips)
+            .encode(x=x, y=y, detail=alt.Detail("point", type="nominal"), order=alt.Order("batch", type="quantitative"), tooltip=tips)
         )
     layers += [ridge_dots, ridge_text]
     layers.append(
-        alt.Chart(points)
+        alt.Chart(alt.NamedData(name="points"))
         .mark_point(filled=True, size=180, stroke="black", strokeWidth=1)
         .encode(
             x=x,
             y=y,
-            shape=alt.Shape("point:N", scale=POINT_SHAPES, title="Operating point"),
-            fill=alt.Fill("bound:N", scale=BOUND_SCALE, title="Bound"),
+            shape=alt.Shape("point", type="nominal", scale=POINT_SHAPES, title="Operating point"),
+            fill=alt.Fill("bound", type="nominal", scale=BOUND_SCALE, title="Bound"),
             tooltip=tips,
         )
     )
     layers.append(
-        alt.Chart(points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"])))
+        alt.Chart(alt.NamedData(name="labels"))
         .mark_text(align="right", dx=-10, dy=-8, fontSize=11)
-        .encode(x=x, y=y, text="point:N")
+        .encode(x=x, y=y, text=alt.Text("point", type="nominal"))
     )
-    chart: alt.LayerChart = alt.layer(*layers).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+    # named datasets as plain rows: Altair neither converts nor hashes them (a rerun stays quick)
+    chart: alt.LayerChart = alt.LayerChart(
+        layer=layers,
+        resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")),
+        title=title,
+        width=width,
+        height=height,
+        datasets=datasets,
+    )
     return chart
 
 
@@ -167,7 +201,10 @@ def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = ""
     height = max(220, 24 * len(order))
     lo, hi = _log_domain([data["ridge"], pl.Series([float(decode_intensity)])], pad=2.0)
     x = alt.X(
-        "ridge:Q", scale=alt.Scale(type="log", domain=[lo, hi]), axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale")
+        "ridge",
+        type="quantitative",
+        scale=alt.Scale(type="log", domain=[lo, hi]),
+        axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"),
     )
     bars = (
         alt.Chart(data)
@@ -175,22 +212,26 @@ def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = ""
         .encode(
             x=x,
             x2=alt.datum(lo),
-            y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-            color=alt.Color("bound:N", scale=BOUND_SCALE, title="Decode matmul at this batch"),
+            y=alt.Y("name", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            color=alt.Color("bound", type="nominal", scale=BOUND_SCALE, title="Decode matmul at this batch"),
             tooltip=[
-                alt.Tooltip("name:N", title="Accelerator"),
-                alt.Tooltip("precision:N"),
-                alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
-                alt.Tooltip("ridge_batch:Q", format=",", title="Batch needed to become compute-bound"),
-                alt.Tooltip("peak_flops:Q", format=".3s", title="Peak (FLOP/s)"),
-                alt.Tooltip("bandwidth_bytes_per_s:Q", format=".3s", title="Bandwidth (B/s)"),
+                alt.Tooltip("name", type="nominal", title="Accelerator"),
+                alt.Tooltip("precision", type="nominal"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
+                alt.Tooltip("ridge_batch", type="quantitative", format=",", title="Batch needed to become compute-bound"),
+                alt.Tooltip("peak_flops", type="quantitative", format=".3s", title="Peak (FLOP/s)"),
+                alt.Tooltip("bandwidth_bytes_per_s", type="quantitative", format=".3s", title="Bandwidth (B/s)"),
             ],
         )
     )
     rule_df = pl.DataFrame({"ridge": [decode_intensity], "label": [f"decode matmul ≈ {decode_intensity:,.0f} FLOP/byte"]})
-    rule = alt.Chart(rule_df).mark_rule(color="black", strokeWidth=2, strokeDash=[4, 3]).encode(x="ridge:Q")
-    text = alt.Chart(rule_df).mark_text(align="left", dx=5, dy=8, fontWeight="bold").encode(x="ridge:Q", y=alt.value(0), text="label:N")
-    chart: alt.LayerChart | alt.FacetChart = alt.layer(bars, rule, text).properties(title=title, width=width, height=height)
+    rule = alt.Chart(rule_df).mark_rule(color="black", strokeWidth=2, strokeDash=[4, 3]).encode(x=alt.X("ridge", type="quantitative"))
+    text = (
+        alt.Chart(rule_df)
+        .mark_text(align="left", dx=5, dy=8, fontWeight="bold")
+        .encode(x=alt.X("ridge", type="quantitative"), y=alt.value(0), text=alt.Text("label", type="nominal"))
+    )
+    chart: alt.LayerChart | alt.FacetChart = alt.LayerChart(layer=[bars, rule, text], title=title, width=width, height=height)
     return chart
 
 
@@ -204,18 +245,19 @@ def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 760) -> 
         .mark_bar()
         .encode(
             x=alt.X(
-                "ridge:Q",
+                "ridge",
+                type="quantitative",
                 scale=alt.Scale(type="log", domain=[lo, hi]),
                 axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"),
             ),
             x2=alt.datum(lo),
-            y=alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-            yOffset=alt.YOffset("precision:N"),
-            color=alt.Color("precision:N", title="Precision"),
+            y=alt.Y("name", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            yOffset=alt.YOffset("precision", type="nominal"),
+            color=alt.Color("precision", type="nominal", title="Precision"),
             tooltip=[
-                alt.Tooltip("name:N", title="Accelerator"),
-                alt.Tooltip("precision:N"),
-                alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)"),
+                alt.Tooltip("name", type="nominal", title="Accelerator"),
+                alt.Tooltip("precision", type="nominal"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
             ],
         )
         .properties(title=title, width=width, height=max(260, 34 * len(order)))
@@ -227,3 +269,153 @@ def _log_domain(series: list[pl.Series], pad: float) -> list[float]:
     values = pl.concat([s.cast(pl.Float64) for s in series if s.len()]) if any(s.len() for s in series) else pl.Series([1.0, 10.0])
     lo, hi = float(values.min() or 1.0), float(values.max() or 10.0)  # type: ignore[arg-type]
     return [lo / pad, hi * pad]
+
+
+# -- measured against predicted (core.measurements) ------------------------------------------
+
+#: Measured points: ok ones filled, those above their ceiling drawn as red crosses, never as normal points.
+STATUS_SCALE = alt.Scale(domain=["ok", "above ceiling"], range=["#2f855a", "#c53030"])
+STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cross"])
+
+
+def measured_roofline_chart(
+    roofs: pl.DataFrame, compared: pl.DataFrame, *, title: str = "", width: int = 760, height: int = 420
+) -> alt.LayerChart:
+    """Log-log roofline with each measurement's predicted operating point and its measured point.
+
+    `roofs` comes from core.roofline.roof_lines (kinds "datasheet" and, from a
+    calibration, "empirical"); `compared` from core.measurements.compare
+    (point_intensity, predicted_flops_per_gpu, achieved_flops_per_gpu, status).
+    """
+    roofs = positive(roofs, "intensity", "attainable_flops")
+    pts = positive(compared, "point_intensity", "achieved_flops_per_gpu", "predicted_flops_per_gpu").with_columns(
+        pl.format("row {} · {} · batch {}", "row", "phase", "batch").alias("label")
+    )
+    x_dom = _log_domain([roofs["intensity"], pts["point_intensity"]], pad=3.0)
+    y_dom = _log_domain([roofs["attainable_flops"], pts["achieved_flops_per_gpu"], pts["predicted_flops_per_gpu"]], pad=3.0)
+    x = alt.X(
+        "intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)")
+    )
+    y = alt.Y("flops:Q", scale=alt.Scale(type="log", domain=y_dom), axis=alt.Axis(format=SI_FORMAT, title="Performance per GPU (FLOP/s)"))
+    kinds = [k for k in ("datasheet", "empirical") if k in set(roofs["roof"].to_list())]
+    roof_layer = (
+        alt.Chart(roofs.rename({"attainable_flops": "flops"}))
+        .mark_line(strokeWidth=2.5, clip=True)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "series:N", title="Roof", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", labelLimit=320)
+            ),
+            strokeDash=alt.StrokeDash("roof:N", title="Roof kind", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
+            detail="series:N",
+            tooltip=[alt.Tooltip("series:N", title="Roof"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)")],
+        )
+    )
+    tips = [
+        alt.Tooltip("label:N", title="Measurement"),
+        alt.Tooltip("status:N", title="Status"),
+        alt.Tooltip("intensity:Q", format=",.1f", title="Intensity (FLOP/byte)"),
+        alt.Tooltip("flops:Q", format=".3s", title="FLOP/s per GPU"),
+    ]
+    predicted = pts.select(
+        pl.col("point_intensity").alias("intensity"), pl.col("predicted_flops_per_gpu").alias("flops"), "label", "status"
+    )
+    measured = pts.select(pl.col("point_intensity").alias("intensity"), pl.col("achieved_flops_per_gpu").alias("flops"), "label", "status")
+    pred_layer = alt.Chart(predicted).mark_point(size=140, filled=False, color="black", strokeWidth=1.5).encode(x=x, y=y, tooltip=tips)
+    meas_layer = (
+        alt.Chart(measured)
+        .mark_point(size=150, filled=True, opacity=0.9)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point"),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point"),
+            tooltip=tips,
+        )
+    )
+    chart: alt.LayerChart = (
+        alt.layer(roof_layer, pred_layer, meas_layer).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+    )
+    return chart
+
+
+def throughput_batch_chart(
+    curves: pl.DataFrame, compared: pl.DataFrame, *, title: str = "", width: int = 760, height: int = 380
+) -> alt.LayerChart:
+    """Tokens/s against batch (log-log): the predicted ceiling per setup (solid), calibrated (dashed), measured points."""
+    long_cols = ["predicted_tokens_per_s"] + (["calibrated_tokens_per_s"] if "calibrated_tokens_per_s" in curves.columns else [])
+    lines = (
+        curves.unpivot(index=["series", "batch"], on=long_cols, variable_name="kind", value_name="tokens_per_s")
+        .with_columns(
+            pl.col("kind").replace({"predicted_tokens_per_s": "datasheet ceiling", "calibrated_tokens_per_s": "calibrated model"})
+        )
+        .pipe(positive, "batch", "tokens_per_s")
+    )
+    pts = positive(compared.filter(pl.col("phase") != "prefill"), "batch", "tokens_per_s").with_columns(
+        pl.format("{} × {} · {} · {} ({} in / {} out)", "num_gpus", "gpu", "model", "weights", "input_tokens", "output_tokens").alias(
+            "series"
+        )
+    )
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(title="Batch / concurrency (sequences)"))
+    y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=SI_FORMAT, title="Output tokens/s (all sequences)"))
+    kinds = [k for k in ("datasheet ceiling", "calibrated model") if k in set(lines["kind"].to_list())]
+    line_layer = (
+        alt.Chart(lines)
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "series:N", title="Setup", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", labelLimit=400)
+            ),
+            strokeDash=alt.StrokeDash("kind:N", title="Line", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
+            detail="kind:N",
+            tooltip=[
+                alt.Tooltip("series:N"),
+                alt.Tooltip("kind:N"),
+                alt.Tooltip("batch:Q"),
+                alt.Tooltip("tokens_per_s:Q", format=",.0f", title="tokens/s"),
+            ],
+        )
+    )
+    point_layer = (
+        alt.Chart(pts.select("series", "batch", "tokens_per_s", "status", "row", "phase"))
+        .mark_point(size=130, filled=True)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point"),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point"),
+            tooltip=[
+                alt.Tooltip("row:Q", title="Row"),
+                alt.Tooltip("series:N"),
+                alt.Tooltip("phase:N"),
+                alt.Tooltip("batch:Q"),
+                alt.Tooltip("tokens_per_s:Q", format=",.0f", title="Measured tokens/s"),
+                alt.Tooltip("status:N"),
+            ],
+        )
+    )
+    chart: alt.LayerChart = (
+        alt.layer(line_layer, point_layer).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+    )
+    return chart
+
+
+def empirical_roofs(gpus: pl.DataFrame, precisions: list[str], calibration: pl.DataFrame) -> pl.DataFrame:
+    """Datasheet roofs plus, per calibrated accelerator, the fitted ("empirical") roof."""
+    from core.roofline import roof_lines
+
+    frames = [roof_lines(gpus, precisions)]
+    for cal in calibration.iter_rows(named=True):
+        eb, ec = cal.get("eff_bandwidth"), cal.get("eff_compute") or 1.0
+        if eb is None or not eb == eb or eb <= 0:
+            continue
+        fitted = roof_lines(gpus.filter(pl.col("id") == cal["gpu"]), precisions, eff_bandwidth=min(eb, 0.999999), eff_compute=min(ec, 1.0))
+        frames.append(
+            fitted.filter(pl.col("roof") == "derated").with_columns(
+                pl.lit("empirical").alias("roof"), pl.col("series").str.replace(r"\(derated\)", "(empirical)", literal=False)
+            )
+        )
+    return pl.concat(frames)

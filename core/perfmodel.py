@@ -37,6 +37,16 @@ STEP_COLUMNS = (
 )
 
 
+#: Below this many rows a query runs on the in-memory engine: for a handful of
+#: scenarios planning dominates and the streaming engine's start-up costs more.
+SMALL_QUERY_ROWS = 20_000
+
+
+def collect(lf: pl.LazyFrame, rows: int) -> pl.DataFrame:
+    """Collect a plan, on the in-memory engine when it is small (`rows` scenarios or steps)."""
+    return lf.collect(engine="in-memory" if rows < SMALL_QUERY_ROWS else "auto")
+
+
 def peak_columns() -> list[str]:
     """The accelerator frame's dense-peak columns, `peak_<precision>` in FLOP/s."""
     return [f"peak_{p}" for p in PEAK_PRECISIONS]

@@ -14,7 +14,7 @@ import polars as pl
 
 from core.catalogue import Catalogue
 from core.ceilings import _steps_with_hardware, scenario_frame
-from core.perfmodel import operation_costs
+from core.perfmodel import collect, operation_costs
 from core.precisions import PEAK_PRECISIONS, storage_format
 from core.specs import Scenario
 
@@ -140,7 +140,7 @@ def operating_points(cat: Catalogue, scenario: Scenario, batches: Sequence[int] 
     from core.ceilings import _check_ids
 
     _check_ids(cat, steps)
-    costs = operation_costs(_steps_with_hardware(cat, steps), cat.ops.lazy()).collect()
+    costs = collect(operation_costs(_steps_with_hardware(cat, steps), cat.ops.lazy()), steps.height)
     frames = []
     for point, (phase, kinds) in POINTS.items():
         sub = costs.filter((pl.col("prefill") == (phase == "prefill")) & pl.col("kind").is_in(list(kinds)))

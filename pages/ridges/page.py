@@ -8,7 +8,7 @@ from core.catalogue import filter_table
 from core.charts import ridge_bars, ridge_groups
 from core.roofline import decode_matmul_intensity, ridge_points, ridge_table
 from pages.shared.state import catalogue, scenario
-from pages.shared.ui import chart_exports, table_download
+from pages.shared.ui import chart_exports, show_chart, table_download
 
 st.title("Ridge points")
 st.caption(
@@ -41,7 +41,7 @@ st.markdown(
     f"Compute-bound on **{(table['bound'] == 'compute').sum()}** of {table.height} accelerators."
 )
 chart = ridge_bars(table, intensity, title=f"Ridge points at {precision} (dense)")
-st.altair_chart(chart)
+show_chart(chart)
 chart_exports(chart, f"ridges-{precision}")
 shown = table.select(
     "name",
@@ -61,5 +61,5 @@ st.subheader("By precision")
 all_ridges = ridge_points(gpus)
 grouped = all_ridges.filter(all_ridges["precision"].is_in(["bf16", "fp8", "fp4"]))
 group_chart = ridge_groups(grouped, title="Ridge points by precision (bf16, fp8, fp4)")
-st.altair_chart(group_chart)
+show_chart(group_chart)
 chart_exports(group_chart, "ridges-by-precision")

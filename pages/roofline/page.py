@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import time
 
+import altair as alt
+import polars as pl
 import streamlit as st
 
 from core.ceilings import ceiling, operation_table
 from core.charts import roofline_chart
+from core.precisions import PEAK_PRECISIONS, default_compute, effective_compute
 from core.roofline import SWEEP_BATCHES, operating_points, plain_reading, roof_lines
 from core.tables import operations_display
 from pages.roofline.terms import explain_terms
 from pages.shared.state import catalogue, current, request, scenario, set_now
-from pages.shared.ui import chart_exports, table_download
+from pages.shared.ui import chart_exports, show_chart, table_download
 
 st.title("Roofline")
 cat = catalogue()
 state = current()
 sc = scenario()
 gpu_names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
+used, _ = effective_compute(sc.compute or default_compute(sc.weights), {p: cat.gpu(sc.gpu)[f"peak_{p}"] for p in PEAK_PRECISIONS})
 
 c1, c2, c3 = st.columns([3, 2, 2])
 others = c1.multiselect(
@@ -30,11 +34,10 @@ others = c1.multiselect(
     key="rf_compare",
     on_change=lambda: set_now(compare=",".join(st.session_state["rf_compare"])),
 )
-first = ceiling(cat, sc)
 precisions = c2.multiselect(
     "Precisions",
     ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"],
-    default=[first["compute_used"]],
+    default=[used or "bf16"],
     help="Compute roofs to draw (dense peaks). Unsupported precisions draw no roof.",
     key="rf_precisions",
 )
@@ -42,11 +45,10 @@ eff_b = c3.slider(
     "Bandwidth efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak bandwidth reachable in practice; below 1 a derated roof is drawn."
 )
 eff_c = c3.slider("Compute efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak FLOP/s reachable in practice.")
-options = sorted({*SWEEP_BATCHES, sc.batch})
 b1, b2 = st.columns([6, 1])
 b1.select_slider(
     "Decode batch",
-    options,
+    sorted({*SWEEP_BATCHES, sc.batch}),
     value=sc.batch,
     key="rf_batch",
     help="Sequences decoded together (shared with every page).",
@@ -56,20 +58,27 @@ play = b2.button("Play", icon=":material/play_arrow:", help="Sweep the batch fro
 
 sc = scenario(eff_bandwidth=eff_b, eff_compute=eff_c)
 result = ceiling(cat, sc)
-gpus = cat.gpus.filter(cat.gpus["id"].is_in([sc.gpu, *others]))
+gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *others]))
 roofs = roof_lines(gpus, precisions or [result["compute_used"]], eff_bandwidth=eff_b, eff_compute=eff_c)
 paths = operating_points(cat, sc, SWEEP_BATCHES)
 title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {gpu_names[sc.gpu]} · weights {sc.weights}, KV {sc.kv}"
-chart_box = st.empty()
-batch_label = st.empty()
+chart_box, batch_label = st.empty(), st.empty()
 
 
-def draw(batch: int) -> None:
-    pts = operating_points(cat, sc.model_copy(update={"batch": batch}))
-    chart_box.altair_chart(roofline_chart(roofs, pts, paths, title=title), key=None)
-    batch_label.markdown(
-        f"**Batch {batch}** · decode matmul at {pts.filter(pts['point'] == 'decode matmul')['intensity'][0]:.1f} FLOP/byte"
-    )
+def points_at(batch: int) -> pl.DataFrame:
+    """Operating points at one batch (the paths already hold every power of two)."""
+    if batch in SWEEP_BATCHES:
+        return paths.filter(pl.col("batch") == batch)
+    return operating_points(cat, sc.model_copy(update={"batch": batch}))
+
+
+def draw(batch: int) -> tuple[alt.LayerChart, pl.DataFrame]:
+    pts = points_at(batch)
+    chart = roofline_chart(roofs, pts, paths, title=title)
+    show_chart(chart, chart_box)
+    matmul = pts.filter(pl.col("point") == "decode matmul")["intensity"][0]
+    batch_label.markdown(f"**Batch {batch}** · decode matmul at {matmul:.1f} FLOP/byte")
+    return chart, pts
 
 
 if play:
@@ -78,9 +87,8 @@ if play:
         time.sleep(0.35)
     request(batch=SWEEP_BATCHES[-1])
     st.rerun()
-points = operating_points(cat, sc)
-draw(sc.batch)
-chart_exports(roofline_chart(roofs, points, paths, title=title), "roofline")
+chart, points = draw(sc.batch)
+chart_exports(chart, "roofline")
 st.info(plain_reading(points, result), icon=":material/lightbulb:")
 
 st.subheader("Decode step, operation by operation")

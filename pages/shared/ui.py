@@ -62,3 +62,21 @@ def chart_exports(chart: alt.TopLevelMixin, name: str) -> None:
         help="Download the chart as an SVG vector image.",
         on_click="ignore",
     )
+
+
+def show_chart(chart: alt.TopLevelMixin, target: object | None = None) -> None:
+    """Draw an Altair chart from its spec without re-validating it (the builders are tested)."""
+    spec = chart.to_dict(validate=False)
+    (target or st).vega_lite_chart(spec, width="content")  # type: ignore[attr-defined]
+
+
+def parquet_download(data: bytes, name: str, *, key: str | None = None) -> None:
+    """A Parquet download button (bytes from a core function, e.g. core.sweep_query.parquet_bytes)."""
+    st.download_button(
+        ":material/download: Parquet",
+        data,
+        file_name=f"{_slug(name)}.parquet",
+        mime="application/vnd.apache.parquet",
+        key=key or f"parquet-{_slug(name)}",
+        help=f"Download the {name} table as Parquet (SI units).",
+    )

@@ -1,0 +1,73 @@
+"""Benchmark: server-side rerun time of the roofline and ridge pages after a control change.
+
+Drives the real app with Streamlit's AppTest (the script runs as on a server,
+without a browser), changes one control per rerun and prints the median and
+95th percentile. Baseline in the same run: a rerun with no change.
+
+    .venv/bin/python benchmarks/rerun.py [--runs 20]
+
+Target (issue 4): under 200 ms per control change for the default scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def timed(at, runs: int, change) -> list[float]:  # type: ignore[no-untyped-def]
+    out = []
+    for i in range(runs):
+        change(at, i)
+        t0 = time.perf_counter()
+        at.run()
+        out.append(time.perf_counter() - t0)
+        assert not at.exception, [e.value for e in at.exception]
+    return out
+
+
+def report(name: str, times: list[float]) -> None:
+    times = sorted(times)
+    p95 = times[min(len(times) - 1, int(round(0.95 * (len(times) - 1))))]
+    print(f"{name:42s} median {statistics.median(times) * 1e3:7.1f} ms   p95 {p95 * 1e3:7.1f} ms   (n={len(times)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["ROOFLINE_DB"] = str(Path(tmp) / "bench.duckdb")
+        from streamlit.testing.v1 import AppTest
+
+        batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+        for page, change_name, change in [
+            ("roofline", "no change (baseline)", lambda at, i: None),
+            ("roofline", "decode batch slider", lambda at, i: at.select_slider(key="rf_batch").set_value(batches[i % len(batches)])),
+            (
+                "roofline",
+                "sidebar accelerator",
+                lambda at, i: at.selectbox(key="sc_gpu").set_value(["h100-sxm", "b200", "mi300x", "l40s"][i % 4]),
+            ),
+            ("ridges", "no change (baseline)", lambda at, i: None),
+            ("ridges", "precision radio", lambda at, i: at.radio(key="rd_precision").set_value(["bf16", "fp8", "fp4"][i % 3])),
+            ("ridges", "sidebar batch", lambda at, i: at.number_input(key="sc_batch").set_value(batches[i % len(batches)])),
+        ]:
+            at = AppTest.from_file(str(ROOT / "streamlit_app.py"), default_timeout=120)
+            at.run()
+            at.switch_page(f"pages/{page}/page.py")
+            at.run()
+            at.run()  # warm caches
+            report(f"{page}: {change_name}", timed(at, args.runs, change))
+
+
+if __name__ == "__main__":
+    main()
