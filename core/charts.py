@@ -7,6 +7,7 @@ Values <= 0 are filtered before they reach a log scale (one would blank it).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import altair as alt
@@ -190,7 +191,7 @@ def roofline_chart(
     return chart
 
 
-def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = "", width: int = 760) -> alt.LayerChart | alt.FacetChart:
+def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = "", width: int = 600) -> alt.LayerChart | alt.FacetChart:
     """One bar per accelerator (its ridge), a rule at the decode matmul intensity.
 
     Bars whose ridge lies left of the rule (batch large enough) are compute-bound.
@@ -231,11 +232,14 @@ def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = ""
         .mark_text(align="left", dx=5, dy=8, fontWeight="bold")
         .encode(x=alt.X("ridge", type="quantitative"), y=alt.value(0), text=alt.Text("label", type="nominal"))
     )
-    chart: alt.LayerChart | alt.FacetChart = alt.LayerChart(layer=[bars, rule, text], title=title, width=width, height=height)
+    # autosize pad: `width` is the plot's, labels and legend come on top (Streamlit would fit the whole)
+    chart: alt.LayerChart | alt.FacetChart = alt.LayerChart(
+        layer=[bars, rule, text], title=title, width=width, height=height, autosize=alt.AutoSizeParams(type="pad")
+    )
     return chart
 
 
-def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 760) -> alt.Chart:
+def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 600) -> alt.Chart:
     """Ridge points grouped by precision for each accelerator (absent where unsupported)."""
     data = positive(ridges, "ridge")
     order = data.group_by("name").agg(pl.col("ridge").max()).sort("ridge")["name"].to_list()
@@ -260,7 +264,7 @@ def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 760) -> 
                 alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
             ],
         )
-        .properties(title=title, width=width, height=max(260, 34 * len(order)))
+        .properties(title=title, width=width, height=max(260, 34 * len(order)), autosize=alt.AutoSizeParams(type="pad"))
     )
     return chart
 
@@ -305,7 +309,7 @@ def measured_roofline_chart(
             x=x,
             y=y,
             color=alt.Color(
-                "series:N", title="Roof", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", labelLimit=320)
+                "series:N", title="Roof", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
             ),
             strokeDash=alt.StrokeDash("roof:N", title="Roof kind", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
             detail="series:N",
@@ -329,8 +333,8 @@ def measured_roofline_chart(
         .encode(
             x=x,
             y=y,
-            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point"),
-            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point"),
+            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point", legend=alt.Legend(symbolType="circle")),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=None),
             tooltip=tips,
         )
     )
@@ -367,7 +371,10 @@ def throughput_batch_chart(
             x=x,
             y=y,
             color=alt.Color(
-                "series:N", title="Setup", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", labelLimit=400)
+                "series:N",
+                title="Setup",
+                scale=alt.Scale(range=ROOF_COLOURS),
+                legend=alt.Legend(orient="bottom", columns=2, labelLimit=400),
             ),
             strokeDash=alt.StrokeDash("kind:N", title="Line", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
             detail="kind:N",
@@ -386,7 +393,7 @@ def throughput_batch_chart(
             x=x,
             y=y,
             color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point"),
-            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point"),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=None),
             tooltip=[
                 alt.Tooltip("row:Q", title="Row"),
                 alt.Tooltip("series:N"),
@@ -410,7 +417,7 @@ def empirical_roofs(gpus: pl.DataFrame, precisions: list[str], calibration: pl.D
     frames = [roof_lines(gpus, precisions)]
     for cal in calibration.iter_rows(named=True):
         eb, ec = cal.get("eff_bandwidth"), cal.get("eff_compute") or 1.0
-        if eb is None or not eb == eb or eb <= 0:
+        if eb is None or math.isnan(eb) or eb <= 0:
             continue
         fitted = roof_lines(gpus.filter(pl.col("id") == cal["gpu"]), precisions, eff_bandwidth=min(eb, 0.999999), eff_compute=min(ec, 1.0))
         frames.append(

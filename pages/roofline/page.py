@@ -46,6 +46,8 @@ eff_b = c3.slider(
 )
 eff_c = c3.slider("Compute efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak FLOP/s reachable in practice.")
 b1, b2 = st.columns([6, 1])
+if st.session_state.get("rf_batch", sc.batch) != sc.batch:
+    st.session_state["rf_batch"] = sc.batch  # the shared batch changed elsewhere (sidebar, Play, link)
 b1.select_slider(
     "Decode batch",
     sorted({*SWEEP_BATCHES, sc.batch}),
