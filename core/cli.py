@@ -6,6 +6,8 @@
     python -m core.cli ridge --gpu h100-sxm [--precision bf16] --json
     python -m core.cli ceiling --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --batch 32 --json [--ops]
     python -m core.cli sweep [--gpu ID ...] [--model ID ...] --out FILE.parquet|FILE.csv
+    python -m core.cli report --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --out report.html
+    python -m core.cli import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
 
 Every command takes --db PATH (default: ROOFLINE_DB or data/roofline.duckdb).
 Errors print one line on stderr and exit with status 2.
@@ -25,6 +27,8 @@ from pydantic import ValidationError
 
 from core.catalogue import CatalogueError, UnknownIdError, load_catalogue
 from core.ceilings import ceiling, operation_table
+from core.importers import FORMATS as IMPORT_FORMATS
+from core.importers import ImportContext, ImportFileError, import_file
 from core.model_config import ConfigError, load_config, model_from_config, slugify
 from core.model_costs import summary
 from core.precisions import PEAK_PRECISIONS, UnknownPrecisionError, compute_precision
@@ -43,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.func(args)
-    except (CliError, UnknownIdError, CatalogueError, ConfigError, UnknownPrecisionError, StoreError) as exc:
+    except (CliError, UnknownIdError, CatalogueError, ConfigError, UnknownPrecisionError, StoreError, ImportFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ValidationError as exc:
@@ -81,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--ops", action="store_true", help="add the per-operation table of the decode step")
     c.set_defaults(func=cmd_ceiling)
 
+    rp = sub.add_parser("report", parents=[common], help="write a self-contained HTML report of one scenario")
+    _scenario_args(rp)
+    rp.add_argument("--out", required=True, help="output file, .html")
+    rp.set_defaults(func=cmd_report)
+
     s = sub.add_parser("sweep", parents=[common], help="sweep a grid of scenarios to a file")
     s.add_argument("--gpu", action="append", help="accelerator id (repeatable; default: all)")
     s.add_argument("--model", action="append", help="model id (repeatable; default: all)")
@@ -92,6 +101,22 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--prompt", type=int, default=2048)
     s.add_argument("--out", required=True, help="output file, .parquet or .csv")
     s.set_defaults(func=cmd_sweep)
+
+    imp = sub.add_parser("import", parents=[common], help="import benchmark results (CSV, JSON, JSONL) as a dataset")
+    imp.add_argument("file", help="the benchmark output file")
+    imp.add_argument("--format", choices=list(IMPORT_FORMATS), help="the file's format (default: detected from its content)")
+    imp.add_argument("--gpu", help="accelerator id or name (replaces the file's)")
+    imp.add_argument("--num-gpus", type=int, help="accelerators the model ran on")
+    imp.add_argument("--model", help="model id or name (replaces the file's)")
+    imp.add_argument("--weights", help="weight format (bf16, fp8, int4 ...)")
+    imp.add_argument("--kv", help="KV-cache format")
+    imp.add_argument("--compute", help="compute format (default: from the weights)")
+    imp.add_argument("--batch", type=int, help="sequences per step / concurrency, where the file lacks it")
+    imp.add_argument("--input-tokens", type=int, help="prompt length per request, where the file lacks it")
+    imp.add_argument("--output-tokens", type=int, help="output length per request, where the file lacks it")
+    imp.add_argument("--map", action="append", default=[], metavar="COLUMN=HEADER", help="generic CSV: read COLUMN from HEADER")
+    imp.add_argument("--name", help="dataset name (default: the file name)")
+    imp.set_defaults(func=cmd_import)
     return p
 
 
@@ -282,6 +307,18 @@ def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def cmd_report(args: argparse.Namespace) -> dict[str, Any]:
+    from core.report import report_html
+
+    out = Path(args.out)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise CliError(f"--out: {out.name} must end in .html")
+    cat = _catalogue(args)
+    text = report_html(cat, scenario_from_args(args))
+    out.write_text(text, encoding="utf-8")
+    return {"out": str(out), "bytes": len(text.encode("utf-8"))}
+
+
 def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
     cat = _catalogue(args)
     out = Path(args.out)
@@ -316,6 +353,47 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
     else:
         result.with_columns(pl.col("flags").list.join("; ")).write_csv(out)
     return {"rows": result.height, "out": str(out)}
+
+
+def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"FILE: no file at {path}")
+    mapping = {}
+    for item in args.map:
+        column, sep, header = item.partition("=")
+        if not sep or not column.strip() or not header.strip():
+            raise CliError(f"--map: expected COLUMN=HEADER, got {item!r}")
+        mapping[column.strip()] = header.strip()
+    context = ImportContext(
+        gpu=args.gpu,
+        num_gpus=args.num_gpus,
+        model=args.model,
+        weights=args.weights,
+        kv=args.kv,
+        compute=args.compute,
+        batch=args.batch,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+    )
+
+    def progress(fraction: float, message: str) -> None:
+        if sys.stderr.isatty():
+            print(f"\r{fraction:4.0%} {message}".ljust(60), end="", file=sys.stderr, flush=True)
+
+    result = import_file(
+        get_store(args.db),
+        path.read_bytes(),
+        path.name,
+        fmt=args.format,
+        context=context,
+        name=args.name,
+        mapping=mapping,
+        progress=progress,
+    )
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    return {"dataset_id": result.dataset_id, "name": result.name, "format": result.format, "rows": result.rows, "notes": result.notes}
 
 
 def _clean(value: Any) -> Any:

@@ -28,7 +28,7 @@ c1.metric(
 c2.metric("Tokens/s total", si(r["tokens_per_s_total"]) if r["fits"] else "—", help="Batch / decode step time.")
 c3.metric("Time to first token", duration(r["ttft_s"]), help="Prefill of one prompt on these GPUs.")
 c4.metric(
-    "Decode is", f"{r['bound']}-bound", help=f"Whole-step intensity {r['intensity']:.1f} FLOP/byte against a ridge of {r['ridge']:.0f}."
+    "Decode is bound by", r["bound"], help=f"Whole-step intensity {r['intensity']:.1f} FLOP/byte against a ridge of {r['ridge']:.0f}."
 )
 for flag in r["flags"]:
     st.warning(flag, icon=":material/flag:")

@@ -7,7 +7,7 @@ import streamlit as st
 from core.catalogue import filter_table
 from core.charts import ridge_bars, ridge_groups
 from core.roofline import decode_matmul_intensity, ridge_points, ridge_table
-from pages.shared.state import catalogue, scenario
+from pages.shared.state import catalogue, linked, page_param, presenting, scenario, split_list
 from pages.shared.ui import chart_exports, show_chart, table_download
 
 st.title("Ridge points")
@@ -17,7 +17,13 @@ st.caption(
 cat = catalogue()
 sc = scenario()
 
-c1, c2, c3, c4 = st.columns([2, 2, 2, 2])
+big = presenting()
+controls = st.expander("Controls", expanded=False) if big else st.container()
+c1, c2, c3, c4 = controls.columns([2, 2, 2, 2])
+linked("rd_precision", "bf16")
+linked("rd_vendor", [], split_list)
+linked("rd_form", [], split_list)
+linked("rd_year", (2016, 2026), lambda t: tuple(int(y) for y in t.split(",")))
 precision = c1.radio(
     "Precision",
     ["bf16", "fp8", "fp4", "int8", "fp16"],
@@ -27,7 +33,9 @@ precision = c1.radio(
 )
 vendors = c2.multiselect("Vendor", sorted(cat.gpus["vendor"].unique()), key="rd_vendor", help="Show only these vendors.")
 forms = c3.multiselect("Form factor", sorted(cat.gpus["form_factor"].drop_nulls().unique()), key="rd_form", help="SXM, PCIe, OAM, chip ...")
-years = c4.slider("Year", 2016, 2026, (2016, 2026), key="rd_year", help="Year of release or announcement.")
+years = c4.slider("Year", 2016, 2026, key="rd_year", help="Year of release or announcement.")
+for name, value in (("rd_precision", precision), ("rd_vendor", vendors), ("rd_form", forms), ("rd_year", years)):
+    page_param(name, value)
 gpus = filter_table(cat.gpus, "", vendor=vendors, form_factor=forms)
 gpus = gpus.filter((gpus["year"] >= years[0]) & (gpus["year"] <= years[1]))
 
@@ -36,11 +44,17 @@ table = ridge_table(gpus, precision, sc.batch, sc.weights)
 if table.is_empty():
     st.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
     st.stop()
+n_compute = int((table["bound"] == "compute").sum())
+st.metric(
+    f"Compute-bound at batch {sc.batch} ({sc.weights} weights, {precision} peak)",
+    f"{n_compute} of {table.height} accelerators",
+    help="An accelerator is compute-bound for the decode matmuls once 2 × batch ÷ bytes per weight reaches its ridge.",
+)
 st.markdown(
     f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{intensity:,.0f} FLOP/byte**. "
-    f"Compute-bound on **{(table['bound'] == 'compute').sum()}** of {table.height} accelerators."
+    f"Compute-bound on **{n_compute}** of {table.height} accelerators."
 )
-chart = ridge_bars(table, intensity, title=f"Ridge points at {precision} (dense)")
+chart = ridge_bars(table, intensity, title=f"Ridge points at {precision} (dense)", width=900 if big else 600)
 show_chart(chart)
 chart_exports(chart, f"ridges-{precision}")
 shown = table.select(

@@ -14,7 +14,7 @@ from core.precisions import PEAK_PRECISIONS, default_compute, effective_compute
 from core.roofline import SWEEP_BATCHES, operating_points, plain_reading, roof_lines
 from core.tables import operations_display
 from pages.roofline.terms import explain_terms
-from pages.shared.state import catalogue, current, request, scenario, set_now
+from pages.shared.state import catalogue, current, linked, page_param, presenting, request, scenario, set_now, split_list
 from pages.shared.ui import chart_exports, show_chart, table_download
 
 st.title("Roofline")
@@ -24,7 +24,12 @@ sc = scenario()
 gpu_names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
 used, _ = effective_compute(sc.compute or default_compute(sc.weights), {p: cat.gpu(sc.gpu)[f"peak_{p}"] for p in PEAK_PRECISIONS})
 
-c1, c2, c3 = st.columns([3, 2, 2])
+big = presenting()
+controls = st.expander("Controls", expanded=False) if big else st.container()
+c1, c2, c3 = controls.columns([3, 2, 2])
+linked("rf_precisions", [used or "bf16"], split_list)
+linked("rf_eff_b", 1.0, float)
+linked("rf_eff_c", 1.0, float)
 others = c1.multiselect(
     "Overlay accelerators",
     [g for g in gpu_names if g != sc.gpu],
@@ -37,15 +42,21 @@ others = c1.multiselect(
 precisions = c2.multiselect(
     "Precisions",
     ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"],
-    default=[used or "bf16"],
     help="Compute roofs to draw (dense peaks). Unsupported precisions draw no roof.",
     key="rf_precisions",
 )
 eff_b = c3.slider(
-    "Bandwidth efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak bandwidth reachable in practice; below 1 a derated roof is drawn."
+    "Bandwidth efficiency",
+    0.3,
+    1.0,
+    step=0.05,
+    key="rf_eff_b",
+    help="Share of peak bandwidth reachable in practice; below 1 a derated roof is drawn.",
 )
-eff_c = c3.slider("Compute efficiency", 0.3, 1.0, 1.0, 0.05, help="Share of peak FLOP/s reachable in practice.")
-b1, b2 = st.columns([6, 1])
+eff_c = c3.slider("Compute efficiency", 0.3, 1.0, step=0.05, key="rf_eff_c", help="Share of peak FLOP/s reachable in practice.")
+for name, value in (("rf_precisions", precisions), ("rf_eff_b", eff_b), ("rf_eff_c", eff_c)):
+    page_param(name, value)
+b1, b2 = controls.columns([6, 1])
 if st.session_state.get("rf_batch", sc.batch) != sc.batch:
     st.session_state["rf_batch"] = sc.batch  # the shared batch changed elsewhere (sidebar, Play, link)
 b1.select_slider(
@@ -60,6 +71,7 @@ play = b2.button("Play", icon=":material/play_arrow:", help="Sweep the batch fro
 
 sc = scenario(eff_bandwidth=eff_b, eff_compute=eff_c)
 result = ceiling(cat, sc)
+headline = st.empty()
 gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *others]))
 roofs = roof_lines(gpus, precisions or [result["compute_used"]], eff_bandwidth=eff_b, eff_compute=eff_c)
 paths = operating_points(cat, sc, SWEEP_BATCHES)
@@ -76,7 +88,7 @@ def points_at(batch: int) -> pl.DataFrame:
 
 def draw(batch: int) -> tuple[alt.LayerChart, pl.DataFrame]:
     pts = points_at(batch)
-    chart = roofline_chart(roofs, pts, paths, title=title)
+    chart = roofline_chart(roofs, pts, paths, title=title, **({"width": 1080, "height": 620} if big else {}))
     show_chart(chart, chart_box)
     matmul = pts.filter(pl.col("point") == "decode matmul")["intensity"][0]
     batch_label.markdown(f"**Batch {batch}** · decode matmul at {matmul:.1f} FLOP/byte")
@@ -90,6 +102,12 @@ if play:
     request(batch=SWEEP_BATCHES[-1])
     st.rerun()
 chart, points = draw(sc.batch)
+step = points.filter(pl.col("point") == "decode step").row(0, named=True)
+headline.metric(
+    f"Decode at batch {sc.batch}: {step['bound']}-bound",
+    f"{step['share_of_peak']:.1%} of peak compute",
+    help=f"Whole decode step at {step['intensity']:.1f} FLOP/byte against a ridge of {step['ridge']:.0f} FLOP/byte.",
+)
 chart_exports(chart, "roofline")
 st.info(plain_reading(points, result), icon=":material/lightbulb:")
 

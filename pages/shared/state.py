@@ -1,7 +1,16 @@
-"""The shared scenario sidebar: one dict in the session, mirrored into the URL."""
+"""The shared scenario sidebar: one dict in the session, mirrored into the URL.
+
+- The scenario values live in `st.session_state["scenario_values"]` (not only
+  in widget keys), so presentation mode can hide the widgets without losing them.
+- Every page's own controls can travel in the link too: `linked(key, default)`
+  seeds a widget from the link that opened the app, `page_param(key, value)`
+  writes it back, so a link reproduces the view exactly.
+"""
 
 from __future__ import annotations
 
+import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
@@ -13,6 +22,7 @@ from core.specs import Scenario
 from core.store import Store, get_store
 
 KEY = "sc_"
+VALUES = "scenario_values"
 
 
 @st.cache_resource(show_spinner="Opening the store…")
@@ -29,70 +39,132 @@ def catalogue() -> Catalogue:
 def scenario_sidebar() -> None:
     """Draw the scenario controls in the sidebar and sync them with the URL."""
     cat = catalogue()
-    gpu_ids = cat.gpus["id"].to_list()
-    model_ids = list(cat.records)
     if not st.session_state.get("scenario_loaded"):
-        state, messages = from_query_params(st.query_params.to_dict(), gpu_ids, model_ids)
-        for name, value in state.items():
-            st.session_state[KEY + name] = value
+        params = st.query_params.to_dict()
+        state, messages = from_query_params(params, cat.gpus["id"].to_list(), list(cat.records))
+        st.session_state[VALUES] = state
+        st.session_state["initial_params"] = {k: v for k, v in params.items() if k not in DEFAULTS}
         st.session_state["link_messages"] = messages
+        st.session_state["present"] = params.get("present") == "1"
         st.session_state["scenario_loaded"] = True
-    for name, value in st.session_state.pop("pending_scenario", {}).items():
-        st.session_state[KEY + name] = value
+    pending = st.session_state.pop("pending_scenario", {})
+    st.session_state[VALUES].update(pending)
+    st.session_state["page_params"] = {}
+    with st.sidebar:
+        presenting = st.toggle(
+            "Presentation mode", key="present", help="Hide the controls, enlarge charts and lead with the headline figure."
+        )
+        if presenting:
+            _scenario_summary(cat)
+        else:
+            # the widgets are seeded from the scenario on every run and write back through
+            # their callbacks, so no page switch, interrupted run or option change can lose a value
+            for name, value in st.session_state[VALUES].items():
+                st.session_state[KEY + name] = value
+            _scenario_controls(cat)
+    st.query_params.from_dict(_link_params())
+
+
+def _sync(name: str) -> None:
+    """Widget callback: copy the widget's new value into the shared scenario."""
+    st.session_state[VALUES][name] = st.session_state[KEY + name]
+
+
+def _scenario_controls(cat: Catalogue) -> None:
     gpu_names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
     model_names = {m: r.name for m, r in cat.records.items()}
-    with st.sidebar:
-        st.subheader("Scenario", help="Shared by every page and kept in the page's link.")
-        for msg in st.session_state.get("link_messages", []):
-            st.warning(msg, icon=":material/link_off:")
-        st.selectbox(
-            "Accelerator",
-            gpu_ids,
-            key=KEY + "gpu",
-            format_func=lambda g: gpu_names.get(g, g),
-            help="The accelerator whose datasheet roof applies (dense peaks, decimal units).",
-        )
-        st.number_input(
-            "GPUs (tensor parallel)",
-            *LIMITS["num_gpus"],
-            key=KEY + "num_gpus",
-            help="Tensor-parallel degree: weights and KV are sharded, bandwidth and compute add up, two all-reduces per layer.",
-        )
-        st.selectbox(
-            "Model",
-            model_ids,
-            key=KEY + "model",
-            format_func=lambda m: model_names.get(m, m),
-            help="Shapes come from the model's own config.json.",
-        )
-        c1, c2 = st.columns(2)
-        c1.selectbox(
-            "Weights", list(FORMATS), key=KEY + "weights", help="Storage format of the weights, scales included (int4 = 4.125 bits)."
-        )
-        c2.selectbox("KV cache", list(FORMATS), key=KEY + "kv", help="Storage format of the KV cache.")
-        st.selectbox(
-            "Compute",
-            ["auto", *FALLBACK_CHAIN],
-            key=KEY + "compute",
-            help="Tensor-core format whose peak applies. auto: fp8 weights compute in fp8, fp4 in fp4, others in bf16.",
-        )
-        st.number_input("Batch (sequences)", *LIMITS["batch"], key=KEY + "batch", help="Sequences decoded together in one step.")
-        st.number_input(
-            "Context (tokens)",
-            *LIMITS["context"],
-            step=1024,
-            key=KEY + "context",
-            help="Tokens already in each sequence's KV cache during decode.",
-        )
-        st.number_input(
-            "Prompt (tokens)", *LIMITS["prompt"], step=256, key=KEY + "prompt", help="Prompt length for prefill and time to first token."
-        )
-    st.query_params.from_dict({**_page_params(), **to_query_params(current())})
+    st.subheader("Scenario", help="Shared by every page and kept in the page's link.")
+    for msg in st.session_state.get("link_messages", []):
+        st.warning(msg, icon=":material/link_off:")
+    st.selectbox(
+        "Accelerator",
+        list(gpu_names),
+        key=KEY + "gpu",
+        on_change=_sync,
+        args=("gpu",),
+        format_func=lambda g: gpu_names.get(g, g),
+        help="The accelerator whose datasheet roof applies (dense peaks, decimal units).",
+    )
+    st.number_input(
+        "GPUs (tensor parallel)",
+        *LIMITS["num_gpus"],
+        key=KEY + "num_gpus",
+        on_change=_sync,
+        args=("num_gpus",),
+        help="Tensor-parallel degree: weights and KV are sharded, bandwidth and compute add up, two all-reduces per layer.",
+    )
+    st.selectbox(
+        "Model",
+        list(model_names),
+        key=KEY + "model",
+        on_change=_sync,
+        args=("model",),
+        format_func=lambda m: model_names.get(m, m),
+        help="Shapes come from the model's own config.json.",
+    )
+    c1, c2 = st.columns(2)
+    c1.selectbox(
+        "Weights",
+        list(FORMATS),
+        key=KEY + "weights",
+        on_change=_sync,
+        args=("weights",),
+        help="Storage format of the weights, scales included (int4 = 4.125 bits).",
+    )
+    c2.selectbox("KV cache", list(FORMATS), key=KEY + "kv", on_change=_sync, args=("kv",), help="Storage format of the KV cache.")
+    st.selectbox(
+        "Compute",
+        ["auto", *FALLBACK_CHAIN],
+        key=KEY + "compute",
+        on_change=_sync,
+        args=("compute",),
+        help="Tensor-core format whose peak applies. auto: fp8 weights compute in fp8, fp4 in fp4, others in bf16.",
+    )
+    st.number_input(
+        "Batch (sequences)",
+        *LIMITS["batch"],
+        key=KEY + "batch",
+        on_change=_sync,
+        args=("batch",),
+        help="Sequences decoded together in one step.",
+    )
+    st.number_input(
+        "Context (tokens)",
+        *LIMITS["context"],
+        step=1024,
+        key=KEY + "context",
+        on_change=_sync,
+        args=("context",),
+        help="Tokens already in each sequence's KV cache during decode.",
+    )
+    st.number_input(
+        "Prompt (tokens)",
+        *LIMITS["prompt"],
+        step=256,
+        key=KEY + "prompt",
+        on_change=_sync,
+        args=("prompt",),
+        help="Prompt length for prefill and time to first token.",
+    )
+
+
+def _scenario_summary(cat: Catalogue) -> None:
+    s = current()
+    st.caption(
+        f"{s['num_gpus']} × {cat.gpu(s['gpu'])['name']} · {cat.model(s['model']).name} · weights {s['weights']}, "
+        f"KV {s['kv']} · batch {s['batch']}, context {s['context']:,}, prompt {s['prompt']:,}"
+    )
 
 
 def current() -> dict[str, Any]:
     """The shared scenario values as a dict."""
-    return {name: st.session_state.get(KEY + name, default) for name, default in DEFAULTS.items()}
+    values: dict[str, Any] = st.session_state.get(VALUES) or dict(DEFAULTS)
+    return dict(values)
+
+
+def presenting() -> bool:
+    """Whether presentation mode is on (pages hide controls and enlarge charts)."""
+    return bool(st.session_state.get("present"))
 
 
 def scenario(**overrides: Any) -> Scenario:
@@ -113,17 +185,6 @@ def scenario(**overrides: Any) -> Scenario:
     return Scenario(**values)
 
 
-def _page_params() -> dict[str, str]:
-    """Query parameters a page registered for its own controls (see page_param)."""
-    return {k: str(v) for k, v in st.session_state.get("page_params", {}).items()}
-
-
-def page_param(name: str, value: Any) -> None:
-    """Record one of the current page's controls in the link."""
-    st.session_state.setdefault("page_params", {})[name] = value
-    st.query_params[name] = str(value)
-
-
 def request(**values: Any) -> None:
     """Change shared scenario values on the next run (widgets cannot change mid-run)."""
     st.session_state.setdefault("pending_scenario", {}).update(values)
@@ -133,3 +194,70 @@ def set_now(**values: Any) -> None:
     """Change shared scenario values from a widget callback (runs before the rerun)."""
     for name, value in values.items():
         st.session_state[KEY + name] = value
+        st.session_state.setdefault(VALUES, dict(DEFAULTS))[name] = value
+
+
+# -- page controls in the link ------------------------------------------------
+
+
+def linked(key: str, default: Any, parse: Callable[[str], Any] = str) -> Any:
+    """Seed a page widget's state from the link that opened the app (once), else `default`.
+
+    Returns the value the widget will show; an unreadable link value is ignored.
+    """
+    initial = st.session_state.get("initial_params", {})
+    if key in initial:
+        raw = initial.pop(key)
+        try:
+            st.session_state[key] = parse(str(raw))
+        except (ValueError, TypeError):
+            st.session_state.setdefault("link_messages", []).append(f"link parameter {key}={raw!r} could not be read; ignored")
+    if key not in st.session_state:
+        st.session_state[key] = default
+    return st.session_state[key]
+
+
+def page_param(name: str, value: Any) -> None:
+    """Record one of the current page's controls in the link (lists as comma-separated)."""
+    text = ",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+    st.session_state.setdefault("page_params", {})[name] = text
+    st.query_params[name] = text
+
+
+def split_list(text: str) -> list[str]:
+    """Parse a comma-separated link value."""
+    return [t for t in text.split(",") if t]
+
+
+def _link_params() -> dict[str, str]:
+    params = to_query_params(current())
+    if presenting():
+        params["present"] = "1"
+    return params
+
+
+def share_link() -> str:
+    """The link that reproduces this view: this page, the scenario and the page's controls."""
+    params = {**_link_params(), **st.session_state.get("page_params", {})}
+    base = str(getattr(st.context, "url", "") or "").split("?")[0]
+    return f"{base}?{urllib.parse.urlencode(params)}"
+
+
+def share_panel() -> None:
+    """Sidebar footer: the link to this view (with a copy button) and the HTML report download."""
+    from core.report import report_html
+
+    with st.sidebar:
+        st.divider()
+        st.markdown("**Share this view**", help="The link reproduces this page, the scenario and the page's controls on any server.")
+        st.code(share_link(), language=None, wrap_lines=True)
+        sc = scenario()
+        st.download_button(
+            ":material/description: Report (HTML)",
+            lambda: report_html(catalogue(), sc).encode("utf-8"),
+            file_name=f"roofline-{sc.model}-on-{sc.num_gpus}x{sc.gpu}.html",
+            mime="text/html",
+            key="report_download",
+            on_click="ignore",
+            help="One self-contained HTML file: headline figures, charts as SVG, the per-operation table, assumptions and sources.",
+        )

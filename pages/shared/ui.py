@@ -42,7 +42,8 @@ def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) ->
 
 def chart_exports(chart: alt.TopLevelMixin, name: str) -> None:
     """PNG and SVG download buttons rendering the same chart offline (vl-convert)."""
-    c1, c2, _ = st.columns([1, 1, 6])
+    row = st.container(horizontal=True)
+    c1 = c2 = row
     slug = _slug(name)
     c1.download_button(
         ":material/image: PNG",
@@ -80,3 +81,8 @@ def parquet_download(data: bytes, name: str, *, key: str | None = None) -> None:
         key=key or f"parquet-{_slug(name)}",
         help=f"Download the {name} table as Parquet (SI units).",
     )
+
+
+def number_columns(frame: pl.DataFrame, fmt: str = "%.4g") -> dict[str, object]:
+    """column_config that shows every float column of `frame` to 4 significant digits (the data keeps full precision)."""
+    return {c: st.column_config.NumberColumn(format=fmt) for c, t in frame.schema.items() if t == pl.Float64}

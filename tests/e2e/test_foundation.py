@@ -20,8 +20,8 @@ def test_fresh_server_deep_link_opens_the_linked_page_with_its_scenario(fresh_se
     page.get_by_text("Batch 64, weights bf16").wait_for()
     assert page.get_by_text("Page not found").count() == 0
     assert page.locator("h1").first.inner_text() == "Ridge points"
-    assert page.get_by_role("combobox", name="Accelerator").input_value().startswith("NVIDIA B200")
-    assert page.get_by_role("combobox", name="Model").input_value() == "Llama 3.1 70B"
+    assert page.get_by_role("combobox", name="Accelerator", exact=True).input_value().startswith("NVIDIA B200")
+    assert page.get_by_role("combobox", name="Model", exact=True).input_value() == "Llama 3.1 70B"
     screenshot(page, "deep-link-ridges")
 
 

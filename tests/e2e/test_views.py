@@ -72,4 +72,4 @@ def test_scenario_survives_a_page_switch(server, page):
     page.get_by_text("Batch 128 · decode matmul").wait_for()
     page.get_by_role("link", name="Ridge points").click()
     page.get_by_text("Batch 128, weights bf16").wait_for()
-    assert page.get_by_role("combobox", name="Model").input_value() == "Llama 3.1 70B"
+    assert page.get_by_role("combobox", name="Model", exact=True).input_value() == "Llama 3.1 70B"

@@ -1,0 +1,96 @@
+"""Measured vs predicted: your benchmark results against their ceilings, with a fitted (empirical) roof."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from core.charts import empirical_roofs, measured_roofline_chart, throughput_batch_chart
+from core.importers import dataset_rows, list_datasets
+from core.measurements import batch_curves, calibrate, compare, comparison_table
+from pages.measured.forms import import_form, manage_dataset
+from pages.shared.state import catalogue, store
+from pages.shared.ui import chart_exports, table_download
+
+st.title("Measured vs predicted")
+st.caption(
+    "Import your own benchmark results: each measurement is set against the ceiling the model predicts for the same scenario, "
+    "with its bandwidth (MBU) and compute (MFU) utilisation. A well-tuned decode reaches 70-90% MBU; 40% MFU on decode is suspicious."
+)
+cat, db = catalogue(), store()
+import_form(cat, db)
+datasets = list_datasets(db)
+if datasets.is_empty():
+    st.info("No datasets yet: import a benchmark file above (a sample of each format is in tests/fixtures/).", icon=":material/inbox:")
+    st.stop()
+names = dict(zip(datasets["id"], datasets["name"], strict=True))
+if st.session_state.get("ms_dataset") not in names:
+    st.session_state["ms_dataset"] = datasets["id"][0]
+chosen = st.selectbox(
+    "Dataset", list(names), format_func=lambda i: f"{names[i]} (#{i})", key="ms_dataset", help="An imported file and its context."
+)
+info = datasets.filter(pl.col("id") == chosen).row(0, named=True)
+st.caption(f"{info['row_count']:,} measurements · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}")
+manage_dataset(db, chosen, names[chosen])
+rows = dataset_rows(db, chosen)
+calibrated = st.toggle(
+    "Calibrate",
+    value=True,
+    key="ms_calibrate",
+    help="Fit, per accelerator, a bandwidth efficiency, a compute efficiency and a per-step overhead.",
+)
+cal = calibrate(cat, rows) if calibrated else None
+cmp = compare(cat, rows, cal)
+
+above = cmp.filter(pl.col("status") == "above ceiling")
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Measurements", f"{cmp.height:,}", help="Rows in this dataset.")
+m2.metric("Above their ceiling", f"{above.height:,}", help="Measured faster than physics allows: check them.")
+m3.metric("Median measured / ceiling", f"{cmp['ratio'].median():.0%}", help="Measured tokens/s over the datasheet ceiling.")
+decode = cmp.filter(pl.col("phase") == "decode")
+m4.metric("Median decode MBU", f"{decode['mbu'].median():.0%}" if decode.height else "n/a", help="Achieved bytes/s over peak bandwidth.")
+if above.height:
+    st.warning(
+        f"{above.height} measurement(s) lie above their ceiling: drawn as red crosses, not as normal points. Likely causes: a wrong precision, "
+        "a sparse peak, a wrong accelerator or count, or a figure that mixes prefill and decode. See the flags column.",
+        icon=":material/warning:",
+    )
+
+table = comparison_table(cmp)
+st.dataframe(
+    table, hide_index=True, key="ms_table", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[11:18]}
+)
+table_download(table, f"measured vs predicted {names[chosen]}", key="ms_csv")
+
+precisions = sorted(set(cmp["compute_used"].drop_nulls().to_list())) or ["bf16"]
+gpus = cat.gpus.filter(pl.col("id").is_in(cmp["gpu"].unique().to_list()))
+roofs = empirical_roofs(gpus, precisions, cal if cal is not None else pl.DataFrame())
+roof_chart = measured_roofline_chart(roofs, cmp, title="Measured points (filled) beside their predicted operating points (rings)")
+st.altair_chart(roof_chart)
+chart_exports(roof_chart, "measured-roofline")
+curves = batch_curves(cat, rows, cal)
+if curves.is_empty():
+    st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
+else:
+    batch_chart = throughput_batch_chart(curves, cmp, title="Tokens/s against batch: predicted ceiling, calibrated model, measured")
+    st.altair_chart(batch_chart)
+    chart_exports(batch_chart, "measured-throughput-batch")
+
+st.subheader("Calibration")
+if cal is None or cal.is_empty():
+    st.info("Calibration is off: switch it on to fit an empirical roof per accelerator.", icon=":material/tune:")
+else:
+    fit = cal.select(
+        pl.col("gpu").alias("accelerator"),
+        pl.col("points").cast(pl.Int64).alias("points used"),
+        (pl.col("eff_bandwidth") * 100).alias("bandwidth efficiency (%)"),
+        (pl.col("eff_compute") * 100).alias("compute efficiency (%)"),
+        (pl.col("overhead_s") * 1e3).alias("overhead per step (ms)"),
+        pl.col("r2").alias("R² of step times"),
+        (pl.col("rel_rmse") * 100).alias("relative RMS error (%)"),
+        "note",
+    )
+    st.dataframe(
+        fit, hide_index=True, key="ms_fit", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in fit.columns[2:7]}
+    )
+    table_download(fit, f"calibration {names[chosen]}", key="ms_fit_csv")

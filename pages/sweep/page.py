@@ -1,0 +1,120 @@
+"""Sweep explorer: evaluate the catalogue over chosen axes, then ask which scenarios meet a limit."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.sweep import scenario_grid
+from core.sweep_query import answer, filter_results, parquet_bytes, sweep_chunks, sweep_display
+from pages.shared.state import catalogue
+from pages.shared.ui import number_columns, parquet_download, table_download
+
+st.title("Sweep explorer")
+st.caption(
+    "Every combination of the axes below is evaluated (decode ceilings, TTFT, memory fit); then filter the result by what it delivers."
+)
+cat = catalogue()
+gpus = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
+models = {m: r.name for m, r in cat.records.items()}
+DEFAULT_GPUS = ["a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "mi325x", "gaudi3", "l40s"]
+
+c1, c2 = st.columns(2)
+pick_gpus = c1.multiselect("Accelerators", list(gpus), DEFAULT_GPUS, format_func=gpus.get, key="sw_gpus", help="Accelerators to sweep.")
+pick_models = c2.multiselect(
+    "Models",
+    list(models),
+    ["llama-3.1-70b"],
+    format_func=models.get,
+    key="sw_models",
+    help="Models to sweep (shapes from their config.json).",
+)
+c1, c2, c3, c4 = st.columns(4)
+weights = c1.multiselect(
+    "Weights",
+    ["bf16", "fp8", "int8", "int4", "fp4"],
+    ["fp8"],
+    key="sw_weights",
+    help="Weight formats; compute runs at each format's default (fp8 in fp8, int4 in bf16).",
+)
+batches = c2.multiselect(
+    "Batches (sequences)", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], [1, 16, 64, 256], key="sw_batches", help="Decode batch sizes."
+)
+contexts = c3.multiselect(
+    "Contexts (tokens)", [1024, 4096, 8192, 16384, 32768, 131072], [4096], key="sw_contexts", help="Tokens in each sequence's KV cache."
+)
+counts = c4.multiselect("GPU counts", [1, 2, 4, 8, 16], [1, 2, 4, 8], key="sw_counts", help="Tensor-parallel degrees.")
+missing = [
+    name
+    for name, chosen in (
+        ("accelerator", pick_gpus),
+        ("model", pick_models),
+        ("weight format", weights),
+        ("batch", batches),
+        ("context", contexts),
+        ("GPU count", counts),
+    )
+    if not chosen
+]
+if missing:
+    st.info(f"No {', no '.join(missing)} selected: the sweep needs at least one value on every axis.", icon=":material/search_off:")
+    st.stop()
+
+grid = scenario_grid(pick_gpus, pick_models, weights=weights, batches=batches, contexts=contexts, num_gpus=counts)
+bar = st.progress(0.0, text=f"Evaluating {grid.height:,} scenarios…")
+for done, partial in sweep_chunks(cat, grid):
+    result = partial
+    bar.progress(done, text=f"Evaluated {done:.0%} of {grid.height:,} scenarios")
+bar.empty()
+
+st.subheader("Filter by result")
+f0, f1, f2, f3, f4 = st.columns(5)
+at_batch = f0.selectbox(
+    "At batch",
+    ["any", *sorted(batches)],
+    index=1 + sorted(batches).index(64) if 64 in batches else 0,
+    key="sw_at_batch",
+    help="Keep one decode batch of the sweep, or any.",
+)
+tpot = f1.number_input(
+    "Time per output token ≤ (ms)",
+    0.0,
+    10_000.0,
+    20.0,
+    1.0,
+    key="sw_tpot",
+    help="Latency between output tokens per user, in ms; 0 = no limit.",
+)
+ttft = f2.number_input(
+    "Time to first token ≤ (s)", 0.0, 600.0, 0.0, 0.1, key="sw_ttft", help="Prefill of one prompt, in seconds; 0 = no limit."
+)
+total = f3.number_input(
+    "Tokens/s total ≥", 0.0, 1e9, 0.0, 100.0, key="sw_total", help="Output tokens per second over the batch; 0 = no limit."
+)
+bound = f4.selectbox(
+    "Decode is", ["any", "memory", "compute", "communication"], key="sw_bound", help="Which wall the decode step is pressed against."
+)
+fits_only = st.toggle(
+    "Only scenarios that fit in memory", True, key="sw_fits", help="Weights + KV cache within the GPUs' memory less a 10% reserve."
+)
+matched = filter_results(
+    result,
+    max_tpot_s=tpot / 1e3 if tpot > 0 else None,
+    max_ttft_s=ttft if ttft > 0 else None,
+    min_tokens_per_s_total=total if total > 0 else None,
+    bound=None if bound == "any" else bound,
+    fits_only=fits_only,
+    batch=None if at_batch == "any" else int(at_batch),
+)
+message = answer(result, matched)
+(st.info if matched.height else st.warning)(message, icon=":material/checklist:")
+shown = sweep_display(matched.sort("num_gpus", "time_per_output_token_s", nulls_last=True))
+if matched.height:
+    st.dataframe(shown, hide_index=True, key="sw_table", column_config=number_columns(shown))
+d1, d2, _ = st.columns([1, 1, 6])
+with d1:
+    table_download(shown if matched.height else sweep_display(result), "sweep", key="sw_csv")
+with d2:
+    parquet_download(parquet_bytes(matched if matched.height else result), "sweep", key="sw_parquet")
+st.caption(
+    f"Downloads hold the rows shown ({matched.height:,}); when none match, the whole sweep ({result.height:,} rows). Parquet keeps SI units (s, bytes)."
+)

@@ -1,0 +1,2 @@
+-- Rename one dataset.
+UPDATE datasets SET name = $name WHERE id = $id

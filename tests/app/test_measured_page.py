@@ -1,0 +1,93 @@
+"""AppTest: the measured-vs-predicted page on a store holding an imported dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from core.catalogue import load_catalogue
+from core.ceilings import evaluate
+from core.importers import import_file, list_datasets
+from core.store import get_store
+from tests.app.conftest import chart_frames
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+@pytest.fixture
+def dataset(private_store):
+    """The generic CSV fixture imported into the AppTest store (once per session)."""
+    store = get_store(private_store)
+    existing = list_datasets(store).filter(pl.col("file_name") == "generic.csv")
+    if existing.height:
+        return int(existing["id"][0])
+    return import_file(store, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name="H100 and A100 decode").dataset_id
+
+
+def test_empty_store_shows_the_import_form_and_an_empty_state(open_page, private_store):
+    """Before any import: the uploader, its help, and a clear 'no datasets' message."""
+    if list_datasets(get_store(private_store)).height:
+        pytest.skip("a dataset exists already in this session's store")
+    at = open_page("measured")
+    assert at.title[0].value == "Measured vs predicted"
+    assert any("No datasets yet" in i.value for i in at.info)
+
+
+def test_measured_page_shows_ratio_mbu_and_flags_the_impossible_row(open_page, dataset, private_store):
+    """The table holds each measurement's ceiling (checked against core.ceilings.evaluate) and flags row 11."""
+    at = open_page("measured")
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value  # the comparison table (the fit table is the second)
+    table = pl.from_pandas(table) if not isinstance(table, pl.DataFrame) else table
+    cat = load_catalogue(get_store(private_store))
+    # row 1: H100 SXM, Llama 3.1 8B bf16, batch 1, context 1024 + 128 / 2: the ceiling is 1 / step time
+    step = evaluate(cat, pl.DataFrame({"gpu": ["h100-sxm"], "model": ["llama-3.1-8b"], "batch": [1], "context": [1088], "prompt": [1024]}))
+    ceiling = 1.0 / step["step_time_s"][0]
+    r1 = table.filter(pl.col("row") == 1).row(0, named=True)
+    assert r1["ceiling (tokens/s)"] == pytest.approx(ceiling, rel=1e-9)
+    assert r1["measured / ceiling (%)"] == pytest.approx(169.0 / ceiling * 100, rel=1e-9)
+    # decode is memory-bound at batch 1: MBU = bytes per step x steps/s / peak bandwidth
+    assert r1["MBU (%)"] == pytest.approx(step["bytes"][0] * 169.0 / 3.35e12 * 100, rel=1e-9)
+    bad = table.filter(pl.col("row") == 11).row(0, named=True)
+    assert bad["status"] == "above ceiling"
+    assert "above its ceiling" in bad["flags"] and "wrong precision" in bad["flags"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Above their ceiling"] == "1"
+    assert any("above their ceiling" in w.value for w in at.warning)
+
+
+def test_calibration_recovers_the_efficiencies_the_fixture_was_made_with(open_page, dataset):
+    """generic.csv was generated at 82% bandwidth, 70% compute and 0.4 ms per step: the fit table says so."""
+    at = open_page("measured")
+    fit = at.dataframe[1].value
+    fit = pl.from_pandas(fit) if not isinstance(fit, pl.DataFrame) else fit
+    h100 = fit.filter(pl.col("accelerator") == "h100-sxm").row(0, named=True)
+    a100 = fit.filter(pl.col("accelerator") == "a100-80gb-sxm").row(0, named=True)
+    assert h100["bandwidth efficiency (%)"] == pytest.approx(82.0, abs=0.2)
+    assert h100["overhead per step (ms)"] == pytest.approx(0.4, abs=0.02)
+    assert a100["compute efficiency (%)"] == pytest.approx(70.0, abs=0.5)
+    assert h100["points used"] == 5  # the impossible row is left out of the fit
+
+
+def test_charts_draw_the_flagged_point_apart_and_the_empirical_roof(open_page, dataset):
+    """Chart data: the above-ceiling point carries status 'above ceiling'; an empirical roof sits below the datasheet one."""
+    at = open_page("measured")
+    frames = chart_frames(at)
+    roofs = next(f for f in frames if "roof" in f.columns)
+    assert {"datasheet", "empirical"} <= set(roofs["roof"].to_list())
+    h100 = roofs.filter(pl.col("id") == "h100-sxm")
+    ridge_sheet = h100.filter((pl.col("roof") == "datasheet") & (pl.col("point") == "ridge"))["ridge"][0]
+    ridge_emp = h100.filter((pl.col("roof") == "empirical") & (pl.col("point") == "ridge"))["ridge"][0]
+    assert ridge_emp == pytest.approx(ridge_sheet / 0.82, rel=0.01)  # compute not identified on H100: P stays, B x 0.82
+    points = [f for f in frames if "status" in f.columns]
+    assert any((f["status"] == "above ceiling").sum() == 1 for f in points)
+
+
+def test_turning_calibration_off_shows_its_empty_state(open_page, dataset):
+    """With the toggle off there is no fit table, and the page says how to get one."""
+    at = open_page("measured")
+    at.toggle(key="ms_calibrate").set_value(False).run()
+    assert not at.exception
+    assert any("Calibration is off" in i.value for i in at.info)

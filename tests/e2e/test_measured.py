@@ -1,0 +1,57 @@
+"""Browser test: upload a benchmark file on the measured page, see the table, the flag and the charts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import screenshot, wait_ready
+
+pytestmark = pytest.mark.e2e
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_server, page):
+    """generic.csv: 11 measurements, one above its ceiling (warned, flagged), calibration table, two charts."""
+    page.goto(fresh_server.url("measured"))
+    wait_ready(page)
+    page.get_by_text("No datasets yet").wait_for()
+    screenshot(page, "measured-empty")
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
+    wait_ready(page)
+    page.get_by_role("textbox", name="Dataset name").fill("H100 and A100 decode")
+    page.get_by_role("textbox", name="Dataset name").press("Enter")
+    wait_ready(page)
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 11 measurements (generic-csv) as H100 and A100 decode").wait_for(timeout=60_000)
+    wait_ready(page)
+    page.get_by_text("1 measurement(s) lie above their ceiling").wait_for()
+    page.locator("[data-testid='stDataFrame']").nth(1).wait_for()  # comparison and calibration tables
+    page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()  # roofline and tokens/s against batch
+    assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
+    metrics = page.locator("[data-testid='stMetricValue']").all_inner_texts()
+    assert metrics[:2] == ["11", "1"]
+    screenshot(page, "measured-generic-csv")
+    page.get_by_text("1 measurement(s) lie above their ceiling").scroll_into_view_if_needed()
+    screenshot(page, "measured-table")
+    page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
+    screenshot(page, "measured-roofline")
+    page.locator("[data-testid='stVegaLiteChart']").nth(1).scroll_into_view_if_needed()
+    screenshot(page, "measured-batch-curves")
+    page.get_by_text("Calibration", exact=True).scroll_into_view_if_needed()
+    screenshot(page, "measured-calibration")
+
+
+def test_a_bad_file_is_refused_with_file_row_column_and_problem(fresh_server, page, tmp_path):
+    """A CSV with text in tokens_per_s gets one message naming all four, and no dataset appears."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text("gpu,model,batch,input_tokens,output_tokens,tokens_per_s\nh100-sxm,llama-3.1-8b,1,1024,128,fast\n")
+    page.goto(fresh_server.url("measured"))
+    wait_ready(page)
+    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(bad))
+    wait_ready(page)
+    page.get_by_role("button", name="Import").click()
+    page.get_by_text("bad.csv: row 1, column tokens_per_s: not a number: 'fast'").wait_for(timeout=60_000)
+    assert page.get_by_text("No datasets yet").count() == 1
+    screenshot(page, "measured-bad-file")

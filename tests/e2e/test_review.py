@@ -1,0 +1,107 @@
+"""Design-review mode in a browser: links that reproduce a view, presentation mode, the HTML report, the tour."""
+
+from __future__ import annotations
+
+import html.parser
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import screenshot, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+LINK = "roofline?gpu=b200&model=llama-3.1-70b&num_gpus=2&batch=64&context=8192&rf_precisions=bf16,fp8&rf_eff_b=0.8"
+
+
+def test_a_link_on_a_fresh_server_reproduces_the_view(fresh_server, page):
+    """Opening a shared link in a new browser on a new server restores the scenario, the page's controls and its figures."""
+    page.goto(fresh_server.url(LINK))
+    wait_ready(page)
+    page.get_by_text("Batch 64 · decode matmul").wait_for()
+    assert page.get_by_role("combobox", name="Accelerator", exact=True).input_value().startswith("NVIDIA B200")
+    assert page.get_by_role("combobox", name="Model", exact=True).input_value() == "Llama 3.1 70B"
+    expect(page.get_by_role("spinbutton", name="GPUs (tensor parallel)")).to_have_value("2")
+    expect(page.get_by_role("spinbutton", name="Context (tokens)")).to_have_value("8192")
+    # the page's own controls: two precisions and a derated bandwidth
+    assert page.locator("[data-testid='stMultiSelect']").filter(has_text="Precisions").get_by_text("fp8").count() == 1
+    assert "0.80" in page.locator("[data-testid='stSlider']").filter(has_text="Bandwidth efficiency").inner_text()
+    # the share link carries all of it
+    link = page.locator("[data-testid='stCode']").inner_text()
+    for part in ("gpu=b200", "model=llama-3.1-70b", "num_gpus=2", "batch=64", "context=8192", "rf_precisions=bf16%2Cfp8", "rf_eff_b=0.8"):
+        assert part in link
+    headline = page.locator("[data-testid='stMetric']").first.inner_text()
+    assert "Decode at batch 64: memory-bound" in headline
+    screenshot(page, "review-link-roofline")
+
+
+def test_presentation_mode_hides_the_controls_and_leads_with_the_figure(server, page):
+    """With present=1 the sidebar shows no scenario widgets, the page controls fold away, the headline metric leads."""
+    page.goto(server.url("ridges?batch=256&present=1"))
+    wait_ready(page)
+    page.get_by_text("Compute-bound at batch 256").wait_for()
+    assert page.get_by_role("combobox", name="Accelerator", exact=True).count() == 0
+    assert page.get_by_role("switch", name="Presentation mode").is_checked()
+    expect(page.locator("[data-testid='stMetricValue']").first).to_contain_text("of 36 accelerators")
+    page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()
+    screenshot(page, "review-presentation-ridges")
+    page.locator("[data-testid='stSidebar']").get_by_text("Presentation mode").click()
+    page.get_by_role("combobox", name="Accelerator", exact=True).wait_for()
+    expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("256")
+
+
+class _Text(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+        self.tags.append(tag)
+
+    def handle_data(self, data):  # type: ignore[no-untyped-def]
+        self.chunks.append(data)
+
+
+def test_the_report_parses_as_html_and_holds_the_figures_on_screen(server, page, tmp_path):
+    """The sidebar's report is one HTML document with the overview's headline figures, charts as SVG and sources."""
+    page.goto(server.url("?gpu=h100-sxm&model=llama-3.1-70b&num_gpus=2&batch=8&context=1024"))
+    wait_ready(page)
+    metrics = page.locator("[data-testid='stMetric']")
+    metrics.first.wait_for()
+    on_screen = {}
+    for i in range(metrics.count()):
+        label = metrics.nth(i).locator("[data-testid='stMetricLabel']").inner_text().strip()
+        on_screen[label] = metrics.nth(i).locator("[data-testid='stMetricValue']").inner_text().strip()
+    with page.expect_download(timeout=120_000) as info:
+        page.get_by_role("button", name=re.compile("Report")).click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    text = path.read_text(encoding="utf-8")
+    parser = _Text()
+    parser.feed(text)
+    body = " ".join(parser.chunks)
+    assert text.startswith("<!DOCTYPE html>")
+    assert parser.tags.count("svg") >= 2
+    assert "script" not in parser.tags
+    assert on_screen["Tokens/s per user"] in body
+    assert on_screen["Tokens/s total"] in body
+    assert on_screen["Time to first token"] in body
+    assert "https://" in body and "Assumptions" in body
+    page.goto(path.as_uri())
+    screenshot(page, "review-report")
+
+
+def test_the_guided_tour_walks_every_step(server, page):
+    """Each tour step renders with its check-yourself questions; answers open on demand."""
+    page.goto(server.url("tour?gpu=h100-sxm&model=llama-3.1-8b"))
+    wait_ready(page)
+    page.get_by_text("Check yourself").wait_for()
+    page.locator("[data-testid='stVegaLiteChart']").first.wait_for()
+    screenshot(page, "tour-step-1")
+    page.get_by_text("6. Attention does not batch").click()
+    page.get_by_text("whatever the batch").or_(page.get_by_text("at any batch")).first.wait_for()
+    page.get_by_text("Why does batching not raise attention").click()
+    page.get_by_text("the ratio stays at about 2g").wait_for()
+    screenshot(page, "tour-step-6")
