@@ -16,6 +16,7 @@ refuses, with the same message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -577,3 +578,20 @@ def comparison_table(cmp: pl.DataFrame) -> pl.DataFrame:
 def escape_markdown(value: str) -> str:
     """A user-supplied string made inert for Streamlit markdown (no links, emphasis or HTML)."""
     return "".join("\\" + c if c in "\\`*_{}[]()<>#+-.!|~=@$:" else c for c in value)
+
+
+def calibration_fits(cal: pl.DataFrame | None) -> dict[str, dict[str, float]]:
+    """Per accelerator id, the fitted factors as Scenario fields (eff_* clipped to (0, 1]; a factor not fitted is 1)."""
+    if cal is None or cal.is_empty():
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for row in cal.iter_rows(named=True):
+        bw = row.get("eff_bandwidth")
+        if bw is None or not math.isfinite(bw) or bw <= 0:
+            continue
+        comp = row.get("eff_compute")
+        comp = 1.0 if comp is None or not math.isfinite(comp) or comp <= 0 else comp
+        over = row.get("overhead_s")
+        over = 0.0 if over is None or not math.isfinite(over) or over < 0 else over
+        out[str(row["gpu"])] = {"eff_bandwidth": min(bw, 1.0), "eff_compute": min(comp, 1.0), "overhead_s": min(over, 10.0)}
+    return out

@@ -7,9 +7,9 @@ import streamlit as st
 
 from core.charts import empirical_roofs, measured_roofline_chart, throughput_batch_chart
 from core.importers import dataset_rows, list_datasets
-from core.measurements import batch_curves, calibrate, compare, comparison_table
+from core.measurements import batch_curves, calibrate, calibration_fits, compare, comparison_table
 from pages.measured.forms import import_form, manage_dataset
-from pages.shared.state import catalogue, store
+from pages.shared.state import catalogue, set_calibration, store
 from pages.shared.ui import chart_exports, table_download
 
 st.title("Measured vs predicted")
@@ -94,3 +94,13 @@ else:
         fit, hide_index=True, key="ms_fit", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in fit.columns[2:7]}
     )
     table_download(fit, f"calibration {names[chosen]}", key="ms_fit_csv")
+    fits = calibration_fits(cal)
+    if fits and st.button(
+        "Use this calibration on every page",
+        icon=":material/tune:",
+        key="ms_use_cal",
+        help="The sidebar's 'Calibrated model' switch then applies these efficiencies and overhead to the accelerator's scenarios.",
+    ):
+        set_calibration(fits, f"dataset {names[chosen]}")
+        st.session_state["use_calibration"] = True
+        st.rerun()

@@ -14,7 +14,18 @@ from core.precisions import PEAK_PRECISIONS, default_compute, effective_compute
 from core.roofline import SWEEP_BATCHES, operating_points, plain_reading, roof_lines
 from core.tables import operations_display
 from pages.roofline.terms import explain_terms
-from pages.shared.state import catalogue, current, linked, page_param, presenting, request, scenario, set_now, split_list
+from pages.shared.state import (
+    calibration_factors,
+    catalogue,
+    current,
+    linked,
+    page_param,
+    presenting,
+    request,
+    scenario,
+    set_now,
+    split_list,
+)
 from pages.shared.ui import chart_exports, show_chart, table_download
 
 st.title("Roofline")
@@ -73,7 +84,11 @@ sc = scenario(eff_bandwidth=eff_b, eff_compute=eff_c)
 result = ceiling(cat, sc)
 headline = st.empty()
 gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *others]))
-roofs = roof_lines(gpus, precisions or [result["compute_used"]], eff_bandwidth=eff_b, eff_compute=eff_c)
+roofs = roof_lines(gpus, precisions or [result["compute_used"]], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute)
+if calibration_factors():
+    c3.caption(
+        f"Calibrated model on (sidebar): bandwidth {sc.eff_bandwidth:.0%}, compute {sc.eff_compute:.0%}, {sc.overhead_s * 1e3:.2f} ms/step."
+    )
 paths = operating_points(cat, sc, SWEEP_BATCHES)
 title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {gpu_names[sc.gpu]} · weights {sc.weights}, KV {sc.kv}"
 chart_box, batch_label = st.empty(), st.empty()

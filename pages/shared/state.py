@@ -46,6 +46,7 @@ def scenario_sidebar() -> None:
         st.session_state["initial_params"] = {k: v for k, v in params.items() if k not in DEFAULTS}
         st.session_state["link_messages"] = messages
         st.session_state["present"] = params.get("present") == "1"
+        _calibration_from_link(params)
         st.session_state["scenario_loaded"] = True
     pending = st.session_state.pop("pending_scenario", {})
     st.session_state[VALUES].update(pending)
@@ -54,6 +55,7 @@ def scenario_sidebar() -> None:
         presenting = st.toggle(
             "Presentation mode", key="present", help="Hide the controls, enlarge charts and lead with the headline figure."
         )
+        _calibration_switch()
         if presenting:
             _scenario_summary(cat)
         else:
@@ -182,6 +184,8 @@ def scenario(**overrides: Any) -> Scenario:
         "prompt": s["prompt"],
     }
     values.update(overrides)
+    # when switched on, the calibrated model replaces any page's own efficiency controls
+    values.update(calibration_factors())
     return Scenario(**values)
 
 
@@ -233,7 +237,57 @@ def _link_params() -> dict[str, str]:
     params = to_query_params(current())
     if presenting():
         params["present"] = "1"
+    factors = calibration_factors()
+    if factors:
+        params["cal"] = ",".join(f"{factors[k]:.4g}" for k in ("eff_bandwidth", "eff_compute", "overhead_s"))
     return params
+
+
+# -- calibrated model ---------------------------------------------------------
+
+
+def set_calibration(fits: dict[str, dict[str, float]], source: str) -> None:
+    """Offer fitted efficiencies (per accelerator id) to every page; the sidebar switches them on."""
+    st.session_state["calibration"] = {"fits": fits, "source": source}
+
+
+def calibration_factors() -> dict[str, float]:
+    """eff_bandwidth, eff_compute and overhead_s of the calibrated model for the current accelerator, when switched on."""
+    cal = st.session_state.get("calibration")
+    if not cal or not st.session_state.get("use_calibration"):
+        return {}
+    fit = cal["fits"].get(current()["gpu"])
+    return dict(fit) if fit else {}
+
+
+def _calibration_switch() -> None:
+    cal = st.session_state.get("calibration")
+    gpu = current()["gpu"]
+    if not cal or gpu not in cal["fits"]:
+        st.session_state["use_calibration"] = False
+        return
+    fit = cal["fits"][gpu]
+    st.toggle(
+        "Calibrated model",
+        key="use_calibration",
+        help=f"Use the efficiencies fitted from {cal['source']} for this accelerator on every page: bandwidth {fit['eff_bandwidth']:.0%}, "
+        f"compute {fit['eff_compute']:.0%}, {fit['overhead_s'] * 1e3:.2f} ms per step.",
+    )
+
+
+def _calibration_from_link(params: dict[str, Any]) -> None:
+    raw = params.get("cal")
+    if not raw:
+        return
+    try:
+        bw, comp, over = (float(x) for x in str(raw).split(","))
+        fit = {"eff_bandwidth": min(max(bw, 0.01), 1.0), "eff_compute": min(max(comp, 0.01), 1.0), "overhead_s": max(over, 0.0)}
+    except ValueError:
+        st.session_state.setdefault("link_messages", []).append(f"link parameter cal={raw!r} could not be read; ignored")
+        return
+    gpu = st.session_state[VALUES]["gpu"]
+    set_calibration({gpu: fit}, "the shared link")
+    st.session_state["use_calibration"] = True
 
 
 def share_link() -> str:

@@ -100,3 +100,23 @@ def test_an_unknown_gpu_in_a_link_falls_back_with_a_message(open_page):
     at = open_page("home", gpu="h1000")
     assert any("gpu='h1000'" in w.value for w in at.warning)
     assert at.selectbox(key="sc_gpu").value == "h100-sxm"
+
+
+def test_a_calibrated_model_in_the_link_applies_to_every_page(open_page):
+    """cal=bw,compute,overhead in a link switches the calibrated model on: the overview's ceiling uses those factors."""
+    from core.catalogue import load_catalogue
+    from core.ceilings import ceiling
+    from core.specs import Scenario
+    from core.store import get_store
+    from core.units import si
+
+    at = open_page("home", gpu="h100-sxm", model="llama-3.1-8b", batch="1", cal="0.8,1,0.0004")
+    assert at.toggle(key="use_calibration").value is True
+    cat = load_catalogue(get_store())
+    expected = ceiling(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=1, eff_bandwidth=0.8, eff_compute=1.0, overhead_s=0.0004))
+    datasheet = ceiling(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=1))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Tokens/s per user"] == si(expected["tokens_per_s_per_user"])
+    assert expected["tokens_per_s_per_user"] < 0.8 * datasheet["tokens_per_s_per_user"]  # derated and an overhead per step
+    at.toggle(key="use_calibration").set_value(False).run()
+    assert {m.label: m.value for m in at.metric}["Tokens/s per user"] == si(datasheet["tokens_per_s_per_user"])

@@ -226,3 +226,24 @@ def test_user_text_is_made_inert_for_markdown():
 
     shown = escape_markdown("[click](http://x) <b>*bold*</b> =cmd")
     assert "[" not in shown.replace("\\[", "") and "<" not in shown.replace("\\<", "") and "=" not in shown.replace("\\=", "")
+
+
+def test_calibration_fits_become_scenario_factors():
+    """A fitted table turns into per-accelerator Scenario fields; unfitted compute is 1, efficiencies are capped at 1."""
+    import polars as pl
+
+    from core.measurements import calibration_fits
+
+    cal = pl.DataFrame(
+        {
+            "gpu": ["h100-sxm", "a100-80gb-sxm", "l4"],
+            "eff_bandwidth": [0.82, 1.07, None],
+            "eff_compute": [None, 0.7, 0.5],
+            "overhead_s": [0.0004, 0.0, 0.001],
+        }
+    )
+    fits = calibration_fits(cal)
+    assert fits == {
+        "h100-sxm": {"eff_bandwidth": 0.82, "eff_compute": 1.0, "overhead_s": 0.0004},
+        "a100-80gb-sxm": {"eff_bandwidth": 1.0, "eff_compute": 0.7, "overhead_s": 0.0},
+    }
