@@ -192,25 +192,10 @@ def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode"
     """
     s = scenario_frame([scenario]).row(0, named=True)
     is_prefill = phase == "prefill"
-    step = pl.DataFrame(
-        {
-            "step_id": [0],
-            "gpu_id": [s["gpu"]],
-            "model_id": [s["model"]],
-            "num_gpus": [s["num_gpus"]],
-            "weights": [s["weights"]],
-            "compute": [s["compute"]],
-            "kv": [s["kv"]],
-            "batch": [1 if is_prefill else s["batch"]],
-            "q": [s["prompt"] if is_prefill else 1],
-            "cached": [0 if is_prefill else s["context"]],
-            "prefill": [is_prefill],
-            "eff_bandwidth": [s["eff_bandwidth"]],
-            "eff_compute": [s["eff_compute"]],
-            "flash": [s["flash_attention"]],
-            "overhead_s": [s["overhead_s"]],
-        }
-    )
+    if is_prefill:
+        step = single_step(s, batch=1, q=s["prompt"], cached=0, prefill=True)
+    else:
+        step = single_step(s, batch=s["batch"], q=1, cached=s["context"], prefill=False)
     _check_ids(cat, step)
     lf = _steps_with_hardware(cat, step)
     costs = collect(operation_costs(lf, cat.ops.lazy()), 1)
@@ -231,6 +216,29 @@ def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode"
         "compute_time_s",
         "time_s",
         (pl.col("time_s") / total).alias("share"),
+    )
+
+
+def single_step(s: dict[str, Any], *, batch: int, q: int, cached: int, prefill: bool) -> pl.DataFrame:
+    """A one-row step frame (STEP_COLUMNS) for a scenario row from scenario_frame."""
+    return pl.DataFrame(
+        {
+            "step_id": [0],
+            "gpu_id": [s["gpu"]],
+            "model_id": [s["model"]],
+            "num_gpus": [s["num_gpus"]],
+            "weights": [s["weights"]],
+            "compute": [s["compute"]],
+            "kv": [s["kv"]],
+            "batch": [batch],
+            "q": [q],
+            "cached": [cached],
+            "prefill": [prefill],
+            "eff_bandwidth": [s["eff_bandwidth"]],
+            "eff_compute": [s["eff_compute"]],
+            "flash": [s["flash_attention"]],
+            "overhead_s": [s["overhead_s"]],
+        }
     )
 
 

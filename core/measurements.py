@@ -193,19 +193,7 @@ def validate(
     resolved = _resolve_names(typed, cat, sources, label)
     return resolved.select(
         "row",
-        "gpu",
-        "num_gpus",
-        "model",
-        "weights",
-        "kv",
-        "compute",
-        "phase",
-        "batch",
-        "input_tokens",
-        "output_tokens",
-        "tokens_per_s",
-        "ttft_s",
-        "tpot_s",
+        *CANONICAL,
         "source_gpu",
         "source_model",
     )

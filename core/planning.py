@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue import Catalogue
-from core.ceilings import _steps_with_hardware, ceiling, evaluate, scenario_frame
+from core.ceilings import _steps_with_hardware, ceiling, evaluate, scenario_frame, single_step
 from core.perfmodel import operation_costs
 from core.precisions import storage_format
 from core.specs import Scenario
@@ -63,25 +63,7 @@ def step_breakdown(cat: Catalogue, scenario: Scenario, result: dict[str, Any] | 
     r = result if result is not None else ceiling(cat, scenario)
     s = scenario_frame([scenario]).row(0, named=True)
     spec = uses_speculation(scenario)
-    step = pl.DataFrame(
-        {
-            "step_id": [0],
-            "gpu_id": [s["gpu"]],
-            "model_id": [s["model"]],
-            "num_gpus": [s["num_gpus"]],
-            "weights": [s["weights"]],
-            "compute": [s["compute"]],
-            "kv": [s["kv"]],
-            "batch": [s["batch"]],
-            "q": [s["spec_draft_len"] + 1 if spec else 1],
-            "cached": [s["context"]],
-            "prefill": [False],
-            "eff_bandwidth": [s["eff_bandwidth"]],
-            "eff_compute": [s["eff_compute"]],
-            "flash": [s["flash_attention"]],
-            "overhead_s": [s["overhead_s"]],
-        }
-    )
+    step = single_step(s, batch=s["batch"], q=s["spec_draft_len"] + 1 if spec else 1, cached=s["context"], prefill=False)
     costs = operation_costs(_steps_with_hardware(cat, step), cat.ops.lazy())
     n = pl.col("num_gpus").cast(pl.Float64)
     bw = pl.col("bandwidth_bytes_per_s") * pl.col("eff_bandwidth")
