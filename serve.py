@@ -19,6 +19,16 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
 if __name__ == "__main__":
+    # Import the heavy libraries once, before any session starts: two sessions' first
+    # runs importing pandas at the same moment in two script threads failed with
+    # "partially initialized module 'pandas'" under load (benchmarks/load.py).
+    import altair  # noqa: F401
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    import core.charts  # noqa: F401
+    import core.charts_planning  # noqa: F401
+
     PagesManager.uses_pages_directory = False
     app = str(Path(__file__).resolve().parent / "streamlit_app.py")
     sys.argv = ["streamlit", "run", app, *sys.argv[1:]]

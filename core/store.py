@@ -7,16 +7,30 @@
   whenever the seed's hash changes; user tables (`custom_*`, later uploads)
   are never touched by that.
 - Every query is a named `.sql` file in `queries/` with values bound as
-  parameters; `query()` runs it on a fresh cursor (DuckDB refuses concurrent
-  calls on one connection) and returns a Polars frame.
+  parameters; `query()` runs it on its own connection and returns a Polars frame.
 - Writes run in one transaction: a rejected write changes nothing.
+- Processes share the file by taking turns: every operation (one query, one
+  transaction) runs on its own cursor of a connection that the process opens
+  when the first operation starts and closes `hold_s` (0.25 s) after the last
+  one ends, or at once when another process is waiting. So a process holds
+  DuckDB's file lock only while it works. When another process holds the
+  lock, opening is retried with bounded backoff (`busy_timeout`, default
+  10 s, `ROOFLINE_BUSY_TIMEOUT`), then `StoreError("store busy: ...")`.
+- `ROOFLINE_READ_ONLY=1`: the file is opened read-only and every write is
+  refused with `ReadOnlyError`; a store file that does not exist yet is built
+  in memory from the seed instead.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import os
+import random
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,16 +44,27 @@ QUERIES = ROOT / "queries"
 MIGRATIONS = QUERIES / "migrations"
 SEED = ROOT / "data" / "seed"
 DEFAULT_DB = ROOT / "data" / "roofline.duckdb"
+BUSY_TIMEOUT_S = 10.0
+HOLD_S = 0.25  # keep the file open this long after the last operation (opening costs ~30 ms)
 
 
 class StoreError(RuntimeError):
     """The store cannot be opened or a write was refused; the message says why."""
 
 
+class ReadOnlyError(StoreError):
+    """A write was attempted while the store is read-only (ROOFLINE_READ_ONLY=1)."""
+
+
 def default_db_path() -> Path:
     """`ROOFLINE_DB` when set, else data/roofline.duckdb."""
     env = os.environ.get("ROOFLINE_DB")
     return Path(env) if env else DEFAULT_DB
+
+
+def read_only_from_env() -> bool:
+    """Whether ROOFLINE_READ_ONLY asks for a read-only store (1, true, yes, on)."""
+    return os.environ.get("ROOFLINE_READ_ONLY", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 def read_sql(name: str) -> str:
@@ -50,50 +75,249 @@ def read_sql(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-class Store:
-    """One DuckDB file, migrated and seeded on open."""
+def _is_lock_conflict(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set lock" in text)
 
-    def __init__(self, path: str | Path | None = None, *, seed_dir: Path = SEED) -> None:
+
+class Store:
+    """One DuckDB file, migrated and seeded on open; a connection per operation."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        seed_dir: Path = SEED,
+        read_only: bool | None = None,
+        busy_timeout: float | None = None,
+    ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self.seed_dir = seed_dir
-        self._lock = threading.RLock()
-        self.generation = 0  # bumped on every write, for caches keyed on the store
-        if str(self.path) != ":memory:":
+        self.read_only = read_only_from_env() if read_only is None else read_only
+        env_timeout = os.environ.get("ROOFLINE_BUSY_TIMEOUT")
+        self.busy_timeout = busy_timeout if busy_timeout is not None else float(env_timeout) if env_timeout else BUSY_TIMEOUT_S
+        self._lock = threading.RLock()  # one write transaction at a time within this process
+        self._writes = 0
+        self._signature: tuple[int, ...] | None = None
+        self._generation = 0
+        self._building = False
+        env_hold = os.environ.get("ROOFLINE_HOLD_S")
+        self.hold_s = float(env_hold) if env_hold else HOLD_S
+        self._hold = threading.Condition()
+        self._held: duckdb.DuckDBPyConnection | None = None
+        self._users = 0
+        self._last_used = 0.0
+        self._timer: threading.Timer | None = None
+        self._yielding = False
+        self._local = threading.local()
+        _OPEN.add(self)
+        # an in-memory store keeps its one connection (closing it would lose the data)
+        self._memory: duckdb.DuckDBPyConnection | None = None
+        self.in_memory = str(self.path) == ":memory:" or (self.read_only and not self.path.exists())
+        if self.in_memory:
+            self._memory = duckdb.connect(":memory:")
+        else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.read_only and not self.in_memory:
+            pending = self._pending_migrations()
+            if pending:
+                raise StoreError(
+                    f"the store at {self.path} needs migrations {pending} but ROOFLINE_READ_ONLY=1 forbids writing; "
+                    "open it once without ROOFLINE_READ_ONLY"
+                )
+            return  # a stale seed is served as stored: rebuilding it would be a write
+        self._building = True
         try:
-            self._con = duckdb.connect(str(self.path))
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
-        self.migrate()
-        self.refresh_reference()
+            self.migrate()
+            self.refresh_reference()
+        finally:
+            self._building = False
+
+    # -- connections -----------------------------------------------------
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A cursor for one operation; the process holds the file only while operations run.
+
+        Opening DuckDB costs ~30 ms, so the file stays open while operations
+        follow each other and is closed `hold_s` seconds after the last one
+        ends, or as soon as no operation runs when another process is
+        waiting for it (it leaves a `<db>.wait-<pid>` marker). Opening waits
+        up to `busy_timeout` seconds, with growing pauses, while another
+        process holds the file; then raises StoreError("store busy: ...").
+        """
+        if self._memory is not None:
+            cur = self._memory.cursor()
+            try:
+                yield cur
+            finally:
+                cur.close()
+            return
+        con = self._acquire()
+        try:
+            cur = con.cursor()
+        except BaseException:
+            self._release()
+            raise
+        try:
+            yield cur
+        finally:
+            cur.close()
+            self._release()
+
+    def _acquire(self) -> duckdb.DuckDBPyConnection:
+        with self._hold:
+            nested = getattr(self._local, "depth", 0) > 0  # this thread already runs an operation
+            while self._yielding and not nested:
+                self._hold.wait()
+            if self._held is not None and not nested and self._others_waiting():
+                self._yield_to_others()
+            if self._held is None:
+                self._held = self._open()
+            self._users += 1
+            self._local.depth = getattr(self._local, "depth", 0) + 1
+            return self._held
+
+    def _release(self) -> None:
+        with self._hold:
+            self._users -= 1
+            self._local.depth -= 1
+            self._last_used = time.monotonic()
+            if self._users == 0:
+                if self._others_waiting():
+                    self._close_held()
+                elif self._timer is None:
+                    self._timer = threading.Timer(self.hold_s, self._idle_close)
+                    self._timer.daemon = True
+                    self._timer.start()
+            self._hold.notify_all()
+
+    def _idle_close(self) -> None:
+        with self._hold:
+            self._timer = None
+            if self._held is None or self._users:
+                return
+            left = self._last_used + self.hold_s - time.monotonic()
+            if left > 0.005:
+                self._timer = threading.Timer(left, self._idle_close)
+                self._timer.daemon = True
+                self._timer.start()
+                return
+            self._close_held()
+
+    def _close_held(self) -> None:
+        if self._held is not None:
+            self._held.close()
+            self._held = None
+
+    def _yield_to_others(self) -> None:
+        """Let a waiting process in: close once no operation runs, pause while it still waits (bounded)."""
+        self._yielding = True
+        try:
+            while self._users:
+                self._hold.wait()
+            self._close_held()
+            until = time.monotonic() + 2.0
+            while self._others_waiting() and time.monotonic() < until:
+                self._hold.wait(0.02)
+        finally:
+            self._yielding = False
+            self._hold.notify_all()
+
+    def _marker(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.wait-{os.getpid()}")
+
+    def _others_waiting(self) -> bool:
+        now = time.time()
+        mine = self._marker().name
+        for m in self.path.parent.glob(f"{self.path.name}.wait-*"):
+            try:
+                fresh = now - m.stat().st_mtime < 30
+            except OSError:
+                continue
+            if fresh and m.name != mine:
+                return True
+        return False
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.01
+        attempts = 0
+        marker = self._marker()
+        try:
+            while True:
+                attempts += 1
+                try:
+                    return duckdb.connect(str(self.path), read_only=self.read_only)
+                except duckdb.Error as exc:
+                    if not _is_lock_conflict(exc):
+                        raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise StoreError(
+                            f"store busy: {self.path} is held by another process (tried {attempts} times in "
+                            f"{self.busy_timeout:.0f} s); try again"
+                        ) from exc
+                    with contextlib.suppress(OSError):
+                        marker.touch()
+                    time.sleep(min(left, pause * (0.5 + random.random())))
+                    pause = min(pause * 2, 0.25)
+        finally:
+            with contextlib.suppress(OSError):
+                marker.unlink(missing_ok=True)
 
     # -- reading ---------------------------------------------------------
     def query(self, name: str, /, **params: Any) -> pl.DataFrame:
         """Run queries/<name>.sql with `$param` values bound; the result as a frame."""
         sql = read_sql(name)
-        cur = self._con.cursor()
-        try:
-            frame: pl.DataFrame = cur.sql(sql, params=params or None).pl()
+        with self.connect() as con:
+            frame: pl.DataFrame = con.sql(sql, params=params or None).pl()
             return frame
-        finally:
-            cur.close()
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever the store may have changed (here or in another process).
+
+        Bumped by every write of this Store, and whenever the file's (and its
+        WAL's) size, modification time or inode differ from the last look, so
+        caches keyed on it (load_catalogue) see another process's writes.
+        """
+        if self._memory is None:
+            sig = self._file_signature()
+            if sig != self._signature:
+                self._signature = sig
+                self._generation += 1
+        return self._generation + self._writes
+
+    @generation.setter
+    def generation(self, value: int) -> None:
+        self._writes = value - self._generation
+
+    def _file_signature(self) -> tuple[int, ...]:
+        out: list[int] = []
+        for p in (self.path, Path(f"{self.path}.wal")):
+            try:
+                st = p.stat()
+                out += [st.st_ino, st.st_size, st.st_mtime_ns]
+            except OSError:
+                out += [0, 0, 0]
+        return tuple(out)
 
     # -- writing ---------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A cursor inside BEGIN/COMMIT; any exception rolls everything back."""
-        with self._lock:
-            cur = self._con.cursor()
-            cur.execute("BEGIN TRANSACTION")
+        """A connection inside BEGIN/COMMIT; any exception rolls everything back."""
+        if self.read_only and not self._building:
+            raise ReadOnlyError("the store is read-only (ROOFLINE_READ_ONLY=1): nothing is saved; run without it to save changes")
+        with self._lock, self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
             try:
-                yield cur
-                cur.execute("COMMIT")
+                yield con
+                con.execute("COMMIT")
             except BaseException:
-                cur.execute("ROLLBACK")
+                con.execute("ROLLBACK")
                 raise
             finally:
-                cur.close()
-            self.generation += 1
+                self._writes += 1
 
     def execute(self, name: str, /, **params: Any) -> None:
         """Run one named write statement in its own transaction."""
@@ -101,28 +325,49 @@ class Store:
             cur.execute(read_sql(name), params or None)
 
     def close(self) -> None:
-        self._con.close()
+        """Close the file now (it would close by itself `hold_s` after the last operation)."""
+        with self._hold:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            while self._users:
+                self._hold.wait()
+            self._close_held()
+        if self._memory is not None:
+            self._memory.close()
+            self._memory = None
 
     # -- schema and seed -------------------------------------------------
+    _MIGRATIONS_TABLE = (
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+    )
+
+    def _pending_migrations(self) -> list[int]:
+        with self.connect() as con:
+            known = con.sql("SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'").fetchall()
+            done = {r[0] for r in con.sql("SELECT version FROM schema_migrations").fetchall()} if known[0][0] else set()
+        return [v for v in self._migration_files() if v not in done]
+
+    @staticmethod
+    def _migration_files() -> dict[int, Path]:
+        return {int(p.name.split("_", 1)[0]): p for p in sorted(MIGRATIONS.glob("*.sql"))}
+
     def migrate(self) -> list[int]:
-        """Apply the numbered migrations not yet recorded; the versions applied now."""
-        with self._lock:
-            self._con.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                "version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
-            )
-            done = {row[0] for row in self._con.execute("SELECT version FROM schema_migrations").fetchall()}
+        """Apply the numbered migrations not yet recorded; the versions applied now.
+
+        Each one is checked and applied inside its own transaction, so two
+        processes opening a new file at once never apply one twice.
+        """
         applied = []
-        for path in sorted(MIGRATIONS.glob("*.sql")):
-            version = int(path.name.split("_", 1)[0])
-            if version in done:
-                continue
+        with self.transaction() as cur:
+            cur.execute(self._MIGRATIONS_TABLE)
+        for version, path in self._migration_files().items():
             with self.transaction() as cur:
+                row = cur.execute("SELECT count(*) FROM schema_migrations WHERE version = $v", {"v": version}).fetchone()
+                if row and row[0]:
+                    continue
                 cur.execute(path.read_text(encoding="utf-8"))
-                cur.execute(
-                    "INSERT INTO schema_migrations VALUES ($v, $n, now())",
-                    {"v": version, "n": path.stem},
-                )
+                cur.execute("INSERT INTO schema_migrations VALUES ($v, $n, now())", {"v": version, "n": path.stem})
             applied.append(version)
         return applied
 
@@ -145,6 +390,10 @@ class Store:
         gpus = accelerator_seed_frame(self.seed_dir)
         models = model_seed_frame(self.seed_dir)
         with self.transaction() as cur:
+            if not force:  # another process may have rebuilt it meanwhile
+                row = cur.execute("SELECT count(*) FROM seed_state WHERE sha256 = $h", {"h": current}).fetchone()
+                if row and row[0]:
+                    return False
             cur.execute("DELETE FROM accelerators")
             cur.register("seed_gpus", gpus)
             cur.execute("INSERT INTO accelerators BY NAME SELECT * FROM seed_gpus")
@@ -156,12 +405,23 @@ class Store:
         return True
 
 
+_OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    """Close held files before the interpreter exits (a pending idle timer must not close one mid-shutdown)."""
+    for store in list(_OPEN):
+        with contextlib.suppress(Exception):
+            store.close()
+
+
 _STORES: dict[str, Store] = {}
 _STORES_LOCK = threading.Lock()
 
 
 def get_store(path: str | Path | None = None) -> Store:
-    """The process-wide Store for a path (one connection per file per process)."""
+    """The process-wide Store for a path (it holds no connection between operations)."""
     key = str(Path(path) if path is not None else default_db_path())
     with _STORES_LOCK:
         if key not in _STORES:

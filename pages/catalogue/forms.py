@@ -6,6 +6,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from core.catalogue import CatalogueError, accelerator_from_row, add_custom_accelerator, add_custom_model, delete_custom
+from core.measurements import escape_markdown
 from core.model_config import ConfigError, slugify
 from core.precisions import PEAK_PRECISIONS
 from core.store import StoreError
@@ -58,7 +59,7 @@ def custom_accelerator_form() -> None:
         except (CatalogueError, StoreError, ValidationError) as exc:
             st.error(f"Not added: {exc}", icon=":material/error:")
         else:
-            st.success(f"Added {acc.name} as `{acc.id}`.", icon=":material/check_circle:")
+            st.success(f"Added {escape_markdown(acc.name)} as `{acc.id}`.", icon=":material/check_circle:")
 
 
 def custom_model_form() -> None:
@@ -82,7 +83,8 @@ def custom_model_form() -> None:
                 st.error(f"Not added: config.json {exc}", icon=":material/error:")
             else:
                 st.success(
-                    f"Added {rec.name} as `{rec.id}` ({rec.num_layers} layers, hidden {rec.hidden_size}).", icon=":material/check_circle:"
+                    f"Added {escape_markdown(rec.name)} as `{rec.id}` ({rec.num_layers} layers, hidden {rec.hidden_size}).",
+                    icon=":material/check_circle:",
                 )
 
 

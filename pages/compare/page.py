@@ -6,6 +6,7 @@ import polars as pl
 import streamlit as st
 
 from core.charts_planning import comparison_bars
+from core.measurements import escape_markdown
 from core.purchase import SORT_KEYS, SORT_LABELS, compare_accelerators, comparison_display, comparison_reading, price_table
 from pages.shared.state import catalogue, scenario
 from pages.shared.ui import chart_exports, number_columns, table_download
@@ -93,7 +94,9 @@ table = compare_accelerators(
     sort_by=sort_by,
 )
 goal = f"time per output token ≤ {tpot_ms:g} ms and time to first token ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
-st.subheader(f"{cat.model(sc.model).name} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}")
+st.subheader(
+    f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
+)
 if (table["status"] == "ok").sum() == 0:
     st.warning(
         "Nothing meets this target on any selected accelerator (up to 64 GPUs). Loosen the limits or pick other accelerators.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.ceilings import ceiling
+from core.measurements import escape_markdown
 from core.units import duration, si
 from pages.shared.state import catalogue, scenario
 
@@ -18,7 +19,7 @@ sc = scenario()
 r = ceiling(cat, sc)
 gpu = cat.gpu(sc.gpu)
 model = cat.model(sc.model)
-st.subheader(f"{model.name} on {sc.num_gpus} × {gpu['name']}")
+st.subheader(f"{escape_markdown(model.name)} on {sc.num_gpus} × {escape_markdown(gpu['name'])}")
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(
     "Tokens/s per user",

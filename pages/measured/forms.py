@@ -12,6 +12,7 @@ from core.importers import FORMATS, ImportContext, ImportFileError, delete_datas
 from core.measurements import escape_markdown
 from core.precisions import FALLBACK_CHAIN
 from core.precisions import FORMATS as PRECISIONS
+from core.store import StoreError
 
 FROM_FILE = "(from the file)"
 
@@ -19,6 +20,8 @@ FROM_FILE = "(from the file)"
 def import_form(cat: Catalogue, store: Any) -> None:
     """Upload a file with the context it lacks; imports it as a dataset (one transaction)."""
     with st.expander("Import benchmark results", expanded=True, icon=":material/upload_file:"):
+        if getattr(store, "read_only", False):
+            st.info("Read-only demo (ROOFLINE_READ_ONLY=1): imports are refused and nothing is saved.", icon=":material/lock:")
         up = st.file_uploader(
             "Benchmark output (CSV, JSON, JSONL)",
             type=["csv", "json", "jsonl"],
@@ -68,9 +71,9 @@ def import_form(cat: Catalogue, store: Any) -> None:
                     mapping=mapping,
                     progress=lambda f, m: bar.progress(f, text=m),
                 )
-            except ImportFileError as exc:
+            except (ImportFileError, StoreError) as exc:  # StoreError: read-only mode, or the store stayed busy
                 bar.empty()
-                st.session_state["ms_missing"] = exc.missing
+                st.session_state["ms_missing"] = getattr(exc, "missing", None)
                 st.error(escape_markdown(str(exc)), icon=":material/error:")
                 return
             st.session_state.pop("ms_missing", None)
@@ -99,10 +102,11 @@ def manage_dataset(store: Any, dataset_id: int, name: str) -> None:
     with st.expander("Rename or delete this dataset", icon=":material/edit:"):
         c1, c2, c3 = st.columns([3, 1, 1])
         new = c1.text_input("New name", value=name, key=f"ms_rename_{dataset_id}", help="Stored exactly as typed.")
-        if c2.button("Rename", key="ms_rename_btn", help="Save the new name."):
+        ro = bool(getattr(store, "read_only", False))
+        if c2.button("Rename", key="ms_rename_btn", disabled=ro, help="Save the new name."):
             rename_dataset(store, dataset_id, new)
             st.rerun()
-        if c3.button("Delete", key="ms_delete_btn", type="primary", help="Delete the dataset and its measurements."):
+        if c3.button("Delete", key="ms_delete_btn", type="primary", disabled=ro, help="Delete the dataset and its measurements."):
             delete_dataset(store, dataset_id)
             st.session_state.pop("ms_dataset", None)
             st.rerun()

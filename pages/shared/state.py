@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from core.catalogue import Catalogue, load_catalogue
+from core.measurements import escape_markdown
 from core.precisions import FALLBACK_CHAIN, FORMATS
 from core.scenario_state import DEFAULTS, LIMITS, compute_or_none, from_query_params, to_query_params
 from core.specs import Scenario
@@ -153,7 +154,7 @@ def _scenario_controls(cat: Catalogue) -> None:
 def _scenario_summary(cat: Catalogue) -> None:
     s = current()
     st.caption(
-        f"{s['num_gpus']} × {cat.gpu(s['gpu'])['name']} · {cat.model(s['model']).name} · weights {s['weights']}, "
+        f"{s['num_gpus']} × {escape_markdown(cat.gpu(s['gpu'])['name'])} · {escape_markdown(cat.model(s['model']).name)} · weights {s['weights']}, "
         f"KV {s['kv']} · batch {s['batch']}, context {s['context']:,}, prompt {s['prompt']:,}"
     )
 

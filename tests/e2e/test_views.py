@@ -29,10 +29,10 @@ def test_play_sweeps_the_batch_to_1024(server, page):
     wait_ready(page)
     page.get_by_text("Batch 1 · decode matmul").wait_for()
     page.get_by_role("button", name="Play").click()
-    page.get_by_text("Batch 64 · decode matmul").wait_for(timeout=30_000)
-    page.get_by_text("Batch 1024 · decode matmul").wait_for(timeout=60_000)
+    # intermediate frames may pass between two polls on a loaded machine: the end state is what counts
+    page.get_by_text("Batch 1024 · decode matmul").wait_for(timeout=120_000)
     # after the sweep the shared batch (sidebar, slider, link) is 1024
-    expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("1024", timeout=30_000)
+    expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("1024", timeout=60_000)
     expect(page).to_have_url(re.compile(r"batch=1024"))
 
 

@@ -27,15 +27,12 @@ def store(tmp_path: Path) -> Store:
 
 def snapshot(store: Store) -> dict[str, pl.DataFrame]:
     """Every user table's full contents, and the list of tables."""
-    cur = store._con.cursor()
-    try:
+    with store.connect() as cur:
         tables = cur.sql("SELECT table_name FROM information_schema.tables ORDER BY table_name").pl()
         out = {"__tables__": tables}
         for t in ("datasets", "measurements", "custom_accelerators", "custom_models"):
             out[t] = cur.sql(f"SELECT * FROM {t} ORDER BY ALL").pl()
         return out
-    finally:
-        cur.close()
 
 
 def refused(store: Store, data: bytes, name: str = "bad.csv", **kwargs) -> str:
