@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import screenshot, wait_ready
 
@@ -52,7 +53,7 @@ def test_adding_a_custom_model_from_config_json(server, page, tmp_path):
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
     page.get_by_role("button", name="Add model").click()
     page.get_by_text("Added Tiny Llama E2E as").wait_for()
-    assert "20 layers" in page.locator("[data-testid='stAlertContentSuccess']").inner_text()
+    expect(page.locator("[data-testid='stAlertContentSuccess']")).to_contain_text("20 layers")
     screenshot(page, "catalogue-custom-model")
 
 
