@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from core.catalogue import Catalogue, UnknownIdError
 from core.formats import CANONICAL, Extract
 from core.matching import match_accelerator, match_model
 from core.precisions import UnknownPrecisionError, compute_precision, storage_format
+from core.specs import PrecisionFields
 
 PHASES = ("decode", "prefill", "mixed")
 
@@ -62,7 +63,7 @@ def _field(name: str) -> Any:
     return Field(ge=r.lo, le=r.hi) if r.lo_inclusive else Field(gt=r.lo, le=r.hi)
 
 
-class Measurement(BaseModel):
+class Measurement(PrecisionFields):
     """One validated measurement (SI units); the bulk check applies the same RULES."""
 
     model_config = ConfigDict(extra="forbid")
@@ -80,16 +81,6 @@ class Measurement(BaseModel):
     tokens_per_s: Annotated[float, _field("tokens_per_s")]
     ttft_s: Annotated[float, _field("ttft_s")] | None = None
     tpot_s: Annotated[float, _field("tpot_s")] | None = None
-
-    @field_validator("weights", "kv")
-    @classmethod
-    def _storage(cls, value: str) -> str:
-        return storage_format(value).name
-
-    @field_validator("compute")
-    @classmethod
-    def _compute(cls, value: str | None) -> str | None:
-        return None if value is None else compute_precision(value)
 
     @model_validator(mode="after")
     def _consistent(self) -> Measurement:

@@ -134,7 +134,21 @@ class ModelRecord(BaseModel):
         return self.kv_lora_rank > 0
 
 
-class Scenario(BaseModel):
+class PrecisionFields(BaseModel):
+    """Shared validation of the three precision fields (weights, KV cache, compute) of a record."""
+
+    @field_validator("weights", "kv", check_fields=False)
+    @classmethod
+    def _storage(cls, value: str) -> str:
+        return storage_format(value).name
+
+    @field_validator("compute", check_fields=False)
+    @classmethod
+    def _compute(cls, value: str | None) -> str | None:
+        return None if value is None else compute_precision(value)
+
+
+class Scenario(PrecisionFields):
     """One what-if: accelerator x count, model, precisions, phase sizes, options."""
 
     model_config = ConfigDict(extra="forbid")
@@ -157,13 +171,3 @@ class Scenario(BaseModel):
     reserve_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.10
     usd_per_gpu_hour: Annotated[float, Field(ge=0.0, le=1000.0)] = 0.0
     flash_attention: bool = True
-
-    @field_validator("weights", "kv")
-    @classmethod
-    def _storage(cls, value: str) -> str:
-        return storage_format(value).name
-
-    @field_validator("compute")
-    @classmethod
-    def _compute(cls, value: str | None) -> str | None:
-        return None if value is None else compute_precision(value)
