@@ -40,29 +40,27 @@ def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) ->
     )
 
 
+#: Export formats: (label, extension, MIME type, help).
+EXPORTS = (
+    (":material/image: PNG", "png", "image/png", "Download the chart as a PNG image (2x scale)."),
+    (":material/polyline: SVG", "svg", "image/svg+xml", "Download the chart as an SVG vector image."),
+)
+
+
 def chart_exports(chart: alt.TopLevelMixin, name: str) -> None:
-    """PNG and SVG download buttons rendering the same chart offline (vl-convert)."""
+    """PNG and SVG download buttons rendering the same chart offline (vl-convert), side by side."""
     row = st.container(horizontal=True)
-    c1 = c2 = row
     slug = _slug(name)
-    c1.download_button(
-        ":material/image: PNG",
-        lambda: export_chart(chart, "png"),
-        file_name=f"{slug}.png",
-        mime="image/png",
-        key=f"png-{slug}",
-        help="Download the chart as a PNG image (2x scale).",
-        on_click="ignore",
-    )
-    c2.download_button(
-        ":material/polyline: SVG",
-        lambda: export_chart(chart, "svg"),
-        file_name=f"{slug}.svg",
-        mime="image/svg+xml",
-        key=f"svg-{slug}",
-        help="Download the chart as an SVG vector image.",
-        on_click="ignore",
-    )
+    for label, ext, mime, text in EXPORTS:
+        row.download_button(
+            label,
+            lambda ext=ext: export_chart(chart, ext),  # type: ignore[misc]
+            file_name=f"{slug}.{ext}",
+            mime=mime,
+            key=f"{ext}-{slug}",
+            help=text,
+            on_click="ignore",
+        )
 
 
 def show_chart(chart: alt.TopLevelMixin, target: object | None = None) -> None:
