@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue import Catalogue, UnknownIdError
-from core.perfmodel import collect, operation_costs, operation_sums, step_totals, with_effective_peak, with_precision_columns
+from core.perfmodel import collect, operation_costs, step_sums, step_totals, with_effective_peak, with_precision_columns
 from core.precisions import FORMATS, default_compute
 from core.specs import Scenario
 
@@ -82,6 +82,7 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
     """
     scen = scenario_frame(scenarios)
     _check_ids(cat, scen)
+    rows = scen.height
     spec = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
     roles = {
         "decode": _step_key(
@@ -90,23 +91,17 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
         "prefill": _step_key(pl.col("model"), pl.lit(1), pl.col("prompt"), pl.lit(0), True),
         "draft": _step_key(pl.col("spec_draft_model"), pl.col("batch"), pl.lit(1), pl.col("context"), False),
     }
-    # decode steps are one per scenario; prefill and draft steps repeat across a sweep, so
-    # each distinct one is evaluated once (keyed by the hash of its key struct)
-    lf = scen.lazy().with_columns(
-        pl.col("scenario_id").cast(pl.UInt64).alias("decode_step_id"),
-        *[key.hash().alias(f"{role}_step_id") for role, key in roles.items() if role != "decode"],
-    )
-    decode_steps = scen.lazy().select(pl.col("scenario_id").cast(pl.UInt64).alias("step_id"), roles["decode"].alias("k")).unnest("k")
+    # decode steps are one per scenario, in scenario order; prefill and draft steps repeat
+    # across a sweep, so each distinct one is evaluated once (keyed by the hash of its key)
+    keyed = scen.with_columns(*[key.hash().alias(f"{role}_step_id") for role, key in roles.items() if role != "decode"])
+    decode_steps = scen.select(pl.col("scenario_id").cast(pl.UInt64).alias("step_id"), roles["decode"].alias("k")).unnest("k")
     shared_steps = pl.concat(
         [
-            scen.lazy().filter(spec if role == "draft" else pl.lit(True)).select(key.hash().alias("step_id"), key.alias("k")).unnest("k")
+            keyed.filter(spec if role == "draft" else pl.lit(True)).select(pl.col(f"{role}_step_id").alias("step_id"), key.alias("k"))
             for role, key in roles.items()
             if role != "decode"
         ]
     ).unique("step_id")
-    rows = scen.height
-    results = {"decode": collect(step_results(cat, decode_steps), rows).lazy()}
-    results["prefill"] = results["draft"] = collect(step_results(cat, shared_steps), rows).lazy()
     step_cols = [
         "step_time_s",
         "flops",
@@ -120,21 +115,33 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
         "compute_bound_time_s",
         "intensity",
         "bound",
-        "compute_used",
         "peak_flops",
-        "compute_flag",
         "comm_flag",
         "bandwidth_bytes_per_s",
     ]
-    wanted = {"decode": step_cols, "prefill": ["step_time_s", "flops", "bytes", "intensity", "bound"], "draft": ["step_time_s"]}
-    for role, cols in wanted.items():
+    decode = collect(step_results(cat, decode_steps), rows)
+    if not decode["step_id"].equals(decode_steps["step_id"]):  # step_results keeps the order; never trust it silently
+        decode = decode_steps.select("step_id").join(decode, on="step_id", how="left", maintain_order="left")
+    shared = collect(step_results(cat, shared_steps.unnest("k")), shared_steps.height).lazy()
+    lf = pl.concat([keyed, decode.select([pl.col(c).alias(f"decode_{c}") for c in step_cols])], how="horizontal").lazy()
+    for role, cols in {"prefill": ["step_time_s", "flops", "bytes", "intensity", "bound"], "draft": ["step_time_s"]}.items():
         lf = lf.join(
-            results[role].select(pl.col("step_id").alias(f"{role}_step_id"), *[pl.col(c).alias(f"{role}_{c}") for c in cols]),
+            shared.select(pl.col("step_id").alias(f"{role}_step_id"), *[pl.col(c).alias(f"{role}_{c}") for c in cols]),
             on=f"{role}_step_id",
             how="left",
+            maintain_order="left",
         )
-    # joins need not keep row order: return the scenarios in the order they came
-    out = _finish(_with_memory(cat, lf)).sort("scenario_id")
+    labels = compute_labels(cat, scen.lazy().select(pl.col("gpu").alias("gpu_id"), "compute")).select(
+        pl.col("gpu_id").alias("gpu"),
+        "compute",
+        pl.col("compute_used").alias("decode_compute_used"),
+        pl.col("compute_flag").alias("decode_compute_flag"),
+    )
+    lf = lf.join(labels, on=["gpu", "compute"], how="left", maintain_order="left")
+    out = _finish(_with_memory(cat, lf))
+    wanted = set(columns) if columns else None
+    if wanted is None or "flags" in wanted:
+        out = _with_flags(out)
     return collect(out.select(columns) if columns else out, rows)
 
 
@@ -161,26 +168,9 @@ def _step_key(model: pl.Expr, batch: pl.Expr, q: pl.Expr, cached: pl.Expr, prefi
 def step_results(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
     """Per distinct step: totals over operations (see core.perfmodel.step_totals).
 
-    Only attention depends on the KV format, the cached context and fusion, so
-    the other operations are evaluated once per distinct remaining key and
-    their sums shared by every step with that key.
+    Work shared between steps is computed once (see core.perfmodel.step_sums).
     """
-    lf = _steps_with_hardware(cat, steps)
-    attn_ops = cat.attn_ops.lazy()
-    other_ops = cat.other_ops.lazy()
-    shared = [c for c in _STEP_KEY if c not in ("kv", "cached", "flash")]
-    keyed = lf.with_columns(pl.struct(shared).hash().alias("shared_key"))
-    other_steps = keyed.unique("shared_key").drop("step_id").rename({"shared_key": "step_id"})
-    other = operation_sums(operation_costs(other_steps, other_ops, only="other"))
-    attn = operation_sums(operation_costs(keyed, attn_ops, only="attn"))
-    summed = [c for c in other.collect_schema().names() if c != "step_id"]
-    both = (
-        keyed.join(other.rename({"step_id": "shared_key"}), on="shared_key", how="left")
-        .join(attn, on="step_id", how="left", suffix="_attn")
-        .with_columns([(pl.col(c).fill_null(0.0) + pl.col(f"{c}_attn").fill_null(0.0)).alias(c) for c in summed])
-        .drop([f"{c}_attn" for c in summed], "shared_key")
-    )
-    return step_totals(both)
+    return step_totals(step_sums(_steps_with_hardware(cat, steps, labels=False), cat.attn_ops, cat.other_ops))
 
 
 def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode") -> pl.DataFrame:
@@ -242,17 +232,28 @@ def single_step(s: dict[str, Any], *, batch: int, q: int, cached: int, prefill: 
     )
 
 
-def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
-    gpus, peaks, shapes = cat.hardware, cat.peaks, cat.shapes
-    # the effective peak depends on (accelerator, compute format) only: resolve each pair once
-    pairs = with_effective_peak(steps.lazy().select("gpu_id", "compute").unique().join(peaks.lazy(), on="gpu_id", how="left")).select(
+def compute_labels(cat: Catalogue, pairs: pl.LazyFrame) -> pl.LazyFrame:
+    """Per distinct (gpu_id, compute): the peak that applies, activation bytes, the format used and its flag."""
+    return with_effective_peak(pairs.unique().join(cat.peaks.lazy(), on="gpu_id", how="left")).select(
         "gpu_id", "compute", "compute_used", "peak_flops", "act_bytes", "compute_flag"
     )
+
+
+def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame, *, labels: bool = True) -> pl.LazyFrame:
+    """Steps with their accelerator's figures, the effective peak and the model's shape (rows keep their order).
+
+    `labels=False` leaves out the text columns (compute_used, compute_flag),
+    which a sweep attaches once per scenario instead of once per step.
+    """
+    # the effective peak depends on (accelerator, compute format) only: resolve each pair once
+    pairs = compute_labels(cat, steps.lazy().select("gpu_id", "compute"))
+    if not labels:
+        pairs = pairs.drop("compute_used", "compute_flag")
     return (
         with_precision_columns(steps)
-        .join(gpus.lazy(), on="gpu_id", how="left")
-        .join(pairs, on=["gpu_id", "compute"], how="left")
-        .join(shapes.lazy(), on="model_id", how="left")
+        .join(cat.hardware.lazy(), on="gpu_id", how="left", maintain_order="left")
+        .join(pairs, on=["gpu_id", "compute"], how="left", maintain_order="left")
+        .join(cat.shapes.lazy(), on="model_id", how="left", maintain_order="left")
     )
 
 
@@ -283,10 +284,10 @@ def _with_memory(cat: Catalogue, out: pl.LazyFrame) -> pl.LazyFrame:
     uses_draft = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
     shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
     return (
-        out.join(kv_seq, on=["model", "context"], how="left")
-        .join(params.lazy(), on="model", how="left")
-        .join(draft_params.lazy(), on="spec_draft_model", how="left")
-        .join(gpus.lazy(), on="gpu", how="left")
+        out.join(kv_seq, on=["model", "context"], how="left", maintain_order="left")
+        .join(params.lazy(), on="model", how="left", maintain_order="left")
+        .join(draft_params.lazy(), on="spec_draft_model", how="left", maintain_order="left")
+        .join(gpus.lazy(), on="gpu", how="left", maintain_order="left")
         .with_columns(
             (pl.col("total_params") * w_bytes + pl.when(uses_draft).then(pl.col("draft_params") * w_bytes).otherwise(0.0)).alias(
                 "weight_memory_bytes"
@@ -343,15 +344,6 @@ def _finish(out: pl.LazyFrame) -> pl.LazyFrame:
     costed = pl.col("decode_peak_flops").is_not_null()
     fits = pl.col("fits") & costed
     per_user = pl.when(fits).then(pl.col("tokens_per_step") / pl.col("cycle_time_s")).otherwise(None)
-    flags = pl.concat_list(
-        pl.col("decode_compute_flag"),
-        pl.col("decode_comm_flag"),
-        # the figures are in weight_memory_bytes, kv_memory_bytes and usable_bytes
-        pl.when(~pl.col("fits")).then(pl.lit("does not fit in memory: weights + KV exceed the usable memory")).otherwise(None),
-        pl.when(pl.col("spec_draft_len") > 0)
-        .then(pl.when(pl.col("spec_draft_model").is_null()).then(pl.lit("speculative decoding ignored: no draft model")).otherwise(None))
-        .otherwise(None),
-    ).list.drop_nulls()
     return (
         out.with_columns(expected.alias("tokens_per_step"), cycle.alias("cycle_time_s"))
         .with_columns(
@@ -375,7 +367,6 @@ def _finish(out: pl.LazyFrame) -> pl.LazyFrame:
             # (pure bounds from bytes alone, shown whether or not the scenario fits)
             (agg_bw / pl.col("decode_weight_bytes")).alias("bandwidth_ceiling_tokens_per_s"),
             (agg_bw / (pl.col("decode_weight_bytes") + kv_read_all_gpus)).alias("bandwidth_ceiling_with_kv_tokens_per_s"),
-            flags.alias("flags"),
         )
         .with_columns(
             (pl.col("bandwidth_ceiling_tokens_per_s") * pl.col("batch")).alias("bandwidth_ceiling_tokens_per_s_total"),
@@ -391,16 +382,40 @@ def _finish(out: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def _with_flags(out: pl.LazyFrame) -> pl.LazyFrame:
+    """The flags list of each scenario, built once per distinct combination of its causes."""
+    causes = ["decode_compute_flag", "decode_comm_flag", "fits", "spec_draft_len", "spec_draft_model"]
+    flags = pl.concat_list(
+        pl.col("decode_compute_flag"),
+        pl.col("decode_comm_flag"),
+        # the figures are in weight_memory_bytes, kv_memory_bytes and usable_bytes
+        pl.when(~pl.col("fits")).then(pl.lit("does not fit in memory: weights + KV exceed the usable memory")).otherwise(None),
+        pl.when((pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_null())
+        .then(pl.lit("speculative decoding ignored: no draft model"))
+        .otherwise(None),
+    ).list.drop_nulls()
+    key = pl.struct(
+        "decode_compute_flag",
+        "decode_comm_flag",
+        "fits",
+        (pl.col("spec_draft_len") > 0).alias("spec"),
+        pl.col("spec_draft_model").is_null().alias("no_draft"),
+    ).hash()
+    keyed = out.with_columns(key.alias("_flags_key"))
+    table = keyed.select("_flags_key", *causes).unique("_flags_key").select("_flags_key", flags.alias("flags"))
+    return keyed.join(table, on="_flags_key", how="left", maintain_order="left").drop("_flags_key")
+
+
 def _check_ids(cat: Catalogue, scen: pl.DataFrame) -> None:
     gpu_col = "gpu" if "gpu" in scen.columns else "gpu_id"
     model_col = "model" if "model" in scen.columns else "model_id"
     known_gpus = cat.gpu_ids
-    for gid in set(scen[gpu_col].to_list()):
+    for gid in scen[gpu_col].unique().to_list():
         if gid not in known_gpus:
             raise UnknownIdError("accelerator", gid, sorted(known_gpus))
-    models = set(scen[model_col].to_list())
+    models = set(scen[model_col].unique().to_list())
     if "spec_draft_model" in scen.columns:
-        models |= {m for m in scen["spec_draft_model"].to_list() if m is not None}
+        models |= {m for m in scen["spec_draft_model"].unique().to_list() if m is not None}
     for mid in sorted(models):
         if mid not in cat.records:
             raise UnknownIdError("model", mid, sorted(cat.records))

@@ -14,6 +14,8 @@ and KV bytes by how far tensor parallelism can shard the cache.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from core.precisions import ACTIVATION_BYTES, FALLBACK_CHAIN, FORMATS, PEAK_PRECISIONS
@@ -37,14 +39,16 @@ STEP_COLUMNS = (
 )
 
 
-#: Below this many rows a query runs on the in-memory engine: for a handful of
-#: scenarios planning dominates and the streaming engine's start-up costs more.
-SMALL_QUERY_ROWS = 20_000
+#: Up to this many rows a query runs on the in-memory engine. Measured on the full
+#: catalogue sweep (299,376 scenarios): the streaming engine took about 3x the
+#: in-memory engine's time for these plans of many joins and columns, at a peak
+#: memory well under 1 GB either way; beyond this size streaming bounds memory.
+IN_MEMORY_ROWS = 2_000_000
 
 
 def collect(lf: pl.LazyFrame, rows: int) -> pl.DataFrame:
-    """Collect a plan, on the in-memory engine when it is small (`rows` scenarios or steps)."""
-    return lf.collect(engine="in-memory" if rows < SMALL_QUERY_ROWS else "auto")
+    """Collect a plan of `rows` scenarios or steps on the engine that suits its size."""
+    return lf.collect(engine="in-memory" if rows <= IN_MEMORY_ROWS else "auto")
 
 
 def peak_columns() -> list[str]:
@@ -110,117 +114,340 @@ def visible(tokens: pl.Expr, window: pl.Expr) -> pl.Expr:
     return pl.when(window > 0).then(pl.min_horizontal(tokens, window)).otherwise(tokens)
 
 
-def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame, *, only: str | None = None) -> pl.LazyFrame:
-    """One row per (step, operation): FLOPs, bytes by kind, per-GPU times, bound side.
+#: Operation-table columns the cost formulas read.
+OP_COLUMNS = (
+    "kind",
+    "layers",
+    "params",
+    "in_dim",
+    "out_dim",
+    "experts",
+    "top_k",
+    "heads",
+    "kv_elems",
+    "pair_flops_decode",
+    "pair_flops_prefill",
+    "window",
+    "kv_replicated",
+    "kv_heads",
+)
 
-    `steps` carries STEP_COLUMNS plus w_bytes, kv_bytes_el, act_bytes,
-    peak_flops and bandwidth_bytes_per_s (from the accelerator join).
-    `only="attn"` or `only="other"` says `ops` holds only attention rows or
-    none, so the other kind's formulas are not evaluated (same results).
+
+def op_work_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> dict[str, pl.Expr]:
+    """The work of one operation as expressions: FLOPs and HBM bytes by kind, all GPUs together.
+
+    `c(name)` gives the operation's column `name` (OP_COLUMNS); step columns
+    (batch, q, cached, prefill, flash, num_gpus, w_bytes, kv_bytes_el,
+    act_bytes, peak_flops, bandwidth_bytes_per_s, eff_*) are read directly.
+    `only="attn"` or `only="other"` says the operation is (or is not)
+    attention, so the other kind's formulas are left out (same results).
+    Every figure covers all the operation's layers; `kv_shard` is how many
+    ways tensor parallelism splits its KV cache. Nothing here depends on the
+    accelerator beyond the activation format (act_bytes).
     """
     b = pl.col("batch").cast(pl.Float64)
     q = pl.col("q").cast(pl.Float64)
     t = b * q
-    kind = pl.col("kind")
+    kind = c("kind")
     lm_tokens = pl.when(pl.col("prefill")).then(b).otherwise(t)
     tokens = pl.when(kind == "lm_head").then(lm_tokens).otherwise(t)
-    e = pl.col("experts")
-    k = pl.col("top_k")
+    e = c("experts")
+    k = c("top_k")
     distinct = e * (1.0 - (1.0 - k / e).pow(t))
-    pairs = windowed_pairs(pl.col("cached").cast(pl.Float64), q, pl.col("window"))
-    pair_flops = pl.when(pl.col("prefill")).then(pl.col("pair_flops_prefill")).otherwise(pl.col("pair_flops_decode"))
+    pairs = windowed_pairs(pl.col("cached").cast(pl.Float64), q, c("window"))
+    pair_flops = pl.when(pl.col("prefill")).then(c("pair_flops_prefill")).otherwise(c("pair_flops_decode"))
     act = pl.col("act_bytes")
+    wb = pl.col("w_bytes")
+    in_out = c("in_dim") + c("out_dim")
 
-    flops = (
+    attn_flops = b * pairs * pair_flops
+    attn_act = t * in_out * act + pl.when(pl.col("flash")).then(0.0).otherwise(4.0 * b * c("heads") * pairs * act)
+    kv_el = c("kv_elems") * pl.col("kv_bytes_el")
+    attn_kv_read = b * visible(pl.col("cached").cast(pl.Float64) + q, c("window")) * kv_el
+    attn_kv_write = t * kv_el
+    other_flops = (
         pl.when(kind.is_in(["matmul", "lm_head"]))
-        .then(2.0 * tokens * pl.col("params"))
+        .then(2.0 * tokens * c("params"))
         .when(kind == "moe")
-        .then(2.0 * t * k * pl.col("params"))
-        .when(kind == "attn")
-        .then(b * pairs * pair_flops)
+        .then(2.0 * t * k * c("params"))
         .when(kind == "norm")
-        .then(4.0 * t * pl.col("in_dim"))
+        .then(4.0 * t * c("in_dim"))
         .otherwise(0.0)
     )
-    weight_bytes = (
+    other_weight = (
         pl.when(kind == "embed")
-        .then(pl.min_horizontal(t, pl.col("params") / pl.col("out_dim")) * pl.col("out_dim") * pl.col("w_bytes"))
+        .then(pl.min_horizontal(t, c("params") / c("out_dim")) * c("out_dim") * wb)
         .when(kind == "moe")
-        .then(distinct * pl.col("params") * pl.col("w_bytes"))
-        .otherwise(pl.col("params") * pl.col("w_bytes"))
+        .then(distinct * c("params") * wb)
+        .otherwise(c("params") * wb)
     )
-    act_bytes = (
+    other_act = (
         pl.when(kind == "moe")
-        .then(t * k * (pl.col("in_dim") + pl.col("out_dim")) * act)
+        .then(t * k * in_out * act)
         .when(kind == "embed")
-        .then(t * pl.col("out_dim") * act)
+        .then(t * c("out_dim") * act)
         .when(kind == "norm")
-        .then(2.0 * t * pl.col("in_dim") * act)
-        .when(kind == "attn")
-        .then(
-            t * (pl.col("in_dim") + pl.col("out_dim")) * act
-            + pl.when(pl.col("flash")).then(0.0).otherwise(4.0 * b * pl.col("heads") * pairs * act)
-        )
-        .otherwise(tokens * (pl.col("in_dim") + pl.col("out_dim")) * act)
+        .then(2.0 * t * c("in_dim") * act)
+        .otherwise(tokens * in_out * act)
     )
-    kv_el = pl.col("kv_elems") * pl.col("kv_bytes_el")
-    attn_kv_read = b * visible(pl.col("cached").cast(pl.Float64) + q, pl.col("window")) * kv_el
-    kv_read = pl.when(kind == "attn").then(attn_kv_read).otherwise(0.0)
-    kv_write = pl.when(kind == "attn").then(t * kv_el).otherwise(0.0)
-    if only == "attn":
-        flops = b * pairs * pair_flops
-        weight_bytes = pl.col("params") * pl.col("w_bytes")
-        act_bytes = t * (pl.col("in_dim") + pl.col("out_dim")) * act + pl.when(pl.col("flash")).then(0.0).otherwise(
-            4.0 * b * pl.col("heads") * pairs * act
-        )
-        kv_read, kv_write = attn_kv_read, t * kv_el
-    elif only == "other":
-        flops = (
-            pl.when(kind.is_in(["matmul", "lm_head"]))
-            .then(2.0 * tokens * pl.col("params"))
-            .when(kind == "moe")
-            .then(2.0 * t * k * pl.col("params"))
-            .when(kind == "norm")
-            .then(4.0 * t * pl.col("in_dim"))
-            .otherwise(0.0)
-        )
-        kv_read = kv_write = pl.lit(0.0)
-
     n = pl.col("num_gpus").cast(pl.Float64)
-    kv_shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
-    layers = pl.col("layers").cast(pl.Float64)
-    bw = pl.col("bandwidth_bytes_per_s") * pl.col("eff_bandwidth")
-    peak = pl.col("peak_flops") * pl.col("eff_compute")
+    attn_shard = pl.when(c("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, c("kv_heads")))
+    is_attn = kind == "attn"
+    if only == "attn":
+        flops, weight, act_total, kv_read, kv_write, shard = attn_flops, c("params") * wb, attn_act, attn_kv_read, attn_kv_write, attn_shard
+    elif only == "other":
+        flops, weight, act_total, kv_read, kv_write, shard = other_flops, other_weight, other_act, pl.lit(0.0), pl.lit(0.0), pl.lit(1.0)
+    else:
+        flops = pl.when(is_attn).then(attn_flops).otherwise(other_flops)
+        weight = pl.when(is_attn).then(c("params") * wb).otherwise(other_weight)
+        act_total = pl.when(is_attn).then(attn_act).otherwise(other_act)
+        kv_read = pl.when(is_attn).then(attn_kv_read).otherwise(0.0)
+        kv_write = pl.when(is_attn).then(attn_kv_write).otherwise(0.0)
+        shard = pl.when(is_attn).then(attn_shard).otherwise(1.0)
+    layers = c("layers").cast(pl.Float64)
+    flops, weight, act_total, kv_read, kv_write = (x * layers for x in (flops, weight, act_total, kv_read, kv_write))
+    return {
+        "flops": flops,
+        "weight_bytes": weight,
+        "act_bytes_total": act_total,
+        "kv_read_bytes": kv_read,
+        "kv_write_bytes": kv_write,
+        "kv_shard": shard,
+    }
 
+
+def op_cost_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> dict[str, pl.Expr]:
+    """op_work_exprs plus total bytes and the per-GPU memory and compute times."""
+    work = op_work_exprs(c, only=only)
+    weight_act = work["weight_bytes"] + work["act_bytes_total"]
+    kv = work["kv_read_bytes"] + work["kv_write_bytes"]
+    n = pl.col("num_gpus").cast(pl.Float64)
+    return {
+        **work,
+        "bytes": weight_act + kv,
+        "memory_time_s": (weight_act / n + kv / work["kv_shard"]) / _bandwidth(),
+        "compute_time_s": work["flops"] / n / _peak(),
+    }
+
+
+def _bandwidth() -> pl.Expr:
+    """Bandwidth a step sees: datasheet x efficiency factor (byte/s)."""
+    return pl.col("bandwidth_bytes_per_s") * pl.col("eff_bandwidth")
+
+
+def _peak() -> pl.Expr:
+    """Compute peak a step sees: datasheet x efficiency factor (FLOP/s)."""
+    return pl.col("peak_flops") * pl.col("eff_compute")
+
+
+def memory_bound(memory_time: pl.Expr, compute_time: pl.Expr) -> pl.Expr:
+    """An operation is memory-bound when its bytes take at least as long as its FLOPs (or no peak times them)."""
+    return compute_time.is_null() | (memory_time >= compute_time)
+
+
+def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame, *, only: str | None = None) -> pl.LazyFrame:
+    """One row per (step, operation): FLOPs, bytes by kind, per-GPU times, bound side.
+
+    `steps` carries STEP_COLUMNS plus w_bytes, kv_bytes_el, act_bytes,
+    peak_flops and bandwidth_bytes_per_s (from the accelerator join);
+    `only` as in op_cost_exprs.
+    """
+    exprs = op_cost_exprs(pl.col, only=only)
     return (
         steps.join(ops, on="model_id", how="inner")
-        .with_columns(
-            (flops * layers).alias("flops"),
-            (weight_bytes * layers).alias("weight_bytes"),
-            (act_bytes * layers).alias("act_bytes_total"),
-            (kv_read * layers).alias("kv_read_bytes"),
-            (kv_write * layers).alias("kv_write_bytes"),
-            (
-                kv_shard if only == "attn" else pl.lit(1.0) if only == "other" else pl.when(kind == "attn").then(kv_shard).otherwise(1.0)
-            ).alias("kv_shard"),
-        )
-        .with_columns(
-            (pl.col("weight_bytes") + pl.col("act_bytes_total") + pl.col("kv_read_bytes") + pl.col("kv_write_bytes")).alias("bytes"),
-            (
-                (
-                    (pl.col("weight_bytes") + pl.col("act_bytes_total")) / n
-                    + (pl.col("kv_read_bytes") + pl.col("kv_write_bytes")) / pl.col("kv_shard")
-                )
-                / bw
-            ).alias("memory_time_s"),
-            (pl.col("flops") / n / peak).alias("compute_time_s"),
-        )
+        .with_columns(**exprs)
         .with_columns(
             pl.max_horizontal("memory_time_s", "compute_time_s").alias("time_s"),
-            pl.when(pl.col("memory_time_s") >= pl.col("compute_time_s")).then(pl.lit("memory")).otherwise(pl.lit("compute")).alias("bound"),
+            pl.when(memory_bound(pl.col("memory_time_s"), pl.col("compute_time_s")))
+            .then(pl.lit("memory"))
+            .otherwise(pl.lit("compute"))
+            .alias("bound"),
             pl.when(pl.col("bytes") > 0).then(pl.col("flops") / pl.col("bytes")).otherwise(None).alias("intensity"),
         )
     )
+
+
+#: Step columns that set an operation's work (op_work_exprs); the rest of a step sets its times.
+WORK_INPUTS = ("model_id", "batch", "q", "cached", "prefill", "flash", "w_bytes", "kv_bytes_el", "act_bytes")
+#: Of those, the ones attention ignores leave the other operations' work unchanged too: the
+#: other operations depend on neither the cache (cached, kv format) nor fusion.
+OTHER_WORK_INPUTS = ("model_id", "batch", "q", "prefill", "w_bytes", "act_bytes")
+
+#: The sums step_sums adds to each step (the same as operation_sums).
+SUM_COLUMNS = (
+    "flops",
+    "bytes",
+    "weight_bytes",
+    "activation_bytes",
+    "kv_read_bytes",
+    "kv_write_bytes",
+    "ops_time_s",
+    "memory_bound_time_s",
+    "compute_bound_time_s",
+    "weights_kv_time_s",
+    "flops_time_s",
+)
+
+
+def step_sums(steps: pl.LazyFrame, attn_ops: pl.DataFrame, other_ops: pl.DataFrame) -> pl.LazyFrame:
+    """operation_sums(operation_costs(steps, ops)) for many steps, without one row per (step, operation).
+
+    The result is the same sum of max(bytes / B, FLOPs / P) over operations,
+    organised around what repeats in a sweep:
+    - an operation's work (FLOPs, bytes) depends on the model, formats and
+      token counts only, so it is computed once per distinct work key;
+    - the operations other than attention (no KV cache: the same per-GPU
+      divisor for bytes and FLOPs) are memory-bound exactly when their
+      intensity is at most the step's ridge P / B. Sorted by intensity with
+      running sums, one as-of join at the ridge gives the bytes of the
+      memory-bound ones and the FLOPs of the compute-bound ones;
+    - attention (at most a few rows per model, with its own KV sharding) is
+      spread into one column set per attention operation and timed per step.
+    `steps` carries step_id plus the columns of op_cost_exprs; the result
+    keeps their order.
+    """
+    n = pl.col("num_gpus").cast(pl.Float64)
+    timing_key = ("_other_work", "num_gpus", "peak_flops", "bandwidth_bytes_per_s", "eff_bandwidth", "eff_compute")
+    # evaluated once here: every branch below starts from the distinct keys of these rows
+    frame = (
+        steps.with_columns(
+            pl.struct(OTHER_WORK_INPUTS).hash().alias("_other_work"),
+            pl.struct(WORK_INPUTS).hash().alias("_attn_work"),
+        )
+        .with_columns(pl.struct(timing_key).hash().alias("_timing"))
+        .collect(engine="in-memory")
+    )
+    other = _other_op_sums(frame.select("_timing", *timing_key).unique("_timing"), frame, other_ops)
+    attn, slots = _attn_work_slots(frame.select("_attn_work", *WORK_INPUTS).unique("_attn_work"), attn_ops)
+
+    mem: list[pl.Expr] = []
+    comp: list[pl.Expr] = []
+    for j in range(slots):
+        shard = pl.when(pl.col(f"kv_replicated@{j}") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col(f"kv_heads@{j}")))
+        mem.append((pl.col(f"wa@{j}") / n + pl.col(f"kv@{j}") / shard) / _bandwidth())
+        comp.append(pl.col(f"f@{j}") / n / _peak())
+    stage = [x.alias(f"{name}@{j}") for j in range(slots) for name, x in (("mem", mem[j]), ("comp", comp[j]))]
+
+    def total(name: str) -> pl.Expr:
+        return pl.sum_horizontal([pl.col(f"{name}@{j}") for j in range(slots)]) if slots else pl.lit(0.0)
+
+    def bound_total(memory: bool) -> pl.Expr:
+        parts = []
+        for j in range(slots):
+            is_mem = memory_bound(pl.col(f"mem@{j}"), pl.col(f"comp@{j}"))
+            time = pl.max_horizontal(pl.col(f"mem@{j}"), pl.col(f"comp@{j}"))
+            parts.append(pl.when(is_mem).then(time).otherwise(0.0) if memory else pl.when(is_mem).then(0.0).otherwise(time))
+        return pl.sum_horizontal(parts) if slots else pl.lit(0.0)
+
+    def both(name: str) -> pl.Expr:
+        return pl.col(f"a_{name}").fill_null(0.0) + pl.col(f"o_{name}").fill_null(0.0)
+
+    return (
+        frame.lazy()
+        .join(attn.lazy(), on="_attn_work", how="left", maintain_order="left")
+        .join(other.lazy(), on="_timing", how="left", maintain_order="left")
+        .with_columns(stage)
+        .with_columns(
+            both("flops").alias("flops"),
+            both("bytes").alias("bytes"),
+            both("weight_bytes").alias("weight_bytes"),
+            both("activation_bytes").alias("activation_bytes"),
+            pl.col("a_kv_read_bytes").fill_null(0.0).alias("kv_read_bytes"),
+            pl.col("a_kv_write_bytes").fill_null(0.0).alias("kv_write_bytes"),
+            (bound_total(True) + bound_total(False) + pl.col("o_ops_time_s").fill_null(0.0)).alias("ops_time_s"),
+            (bound_total(True) + pl.col("o_memory_bound_time_s").fill_null(0.0)).alias("memory_bound_time_s"),
+            (bound_total(False) + pl.col("o_compute_bound_time_s").fill_null(0.0)).alias("compute_bound_time_s"),
+            (total("mem") + pl.col("o_weights_kv_time_s").fill_null(0.0)).alias("weights_kv_time_s"),
+            (total("comp") + pl.col("o_flops_time_s").fill_null(0.0)).alias("flops_time_s"),
+        )
+        .select(pl.exclude("^(_|a_|o_).*$", "^.*@[0-9]+$"))
+    )
+
+
+def _other_op_sums(timing: pl.DataFrame, frame: pl.DataFrame, other_ops: pl.DataFrame) -> pl.DataFrame:
+    """Sums over the operations other than attention, per distinct `_timing` key (see step_sums)."""
+    n = pl.col("num_gpus").cast(pl.Float64)
+    work = op_work_exprs(pl.col, only="other")
+    per_op = (
+        frame.select("_other_work", *OTHER_WORK_INPUTS)
+        .unique("_other_work")
+        .join(other_ops, on="model_id", how="inner")
+        .select(
+            "_other_work",
+            work["flops"].alias("f"),
+            (work["weight_bytes"] + work["act_bytes_total"]).alias("m"),
+            work["weight_bytes"].alias("weight_bytes"),
+            work["act_bytes_total"].alias("act_bytes_total"),
+        )
+        .with_columns(pl.when(pl.col("m") > 0).then(pl.col("f") / pl.col("m")).otherwise(float("inf")).alias("_intensity"))
+        .sort("_other_work", "_intensity")
+    )
+    totals = per_op.group_by("_other_work").agg(
+        pl.col("f").sum().alias("_f_total"),
+        pl.col("m").sum().alias("_m_total"),
+        pl.col("weight_bytes").sum().alias("_w_total"),
+        pl.col("act_bytes_total").sum().alias("_a_total"),
+    )
+    # operation i is memory-bound when its intensity <= ridge: bytes up to i, FLOPs after i
+    running = per_op.select(
+        "_other_work",
+        "_intensity",
+        pl.col("m").cum_sum().over("_other_work").alias("_m_upto"),
+        pl.col("f").cum_sum(reverse=True).shift(-1, fill_value=0.0).over("_other_work").alias("_f_after"),
+    )
+    timed = timing.with_columns((_peak() / _bandwidth()).alias("_ridge")).join(totals, on="_other_work", how="left")
+    matched = (
+        timed.filter(pl.col("_ridge").is_not_null())
+        .sort("_other_work", "_ridge")
+        .join_asof(running, left_on="_ridge", right_on="_intensity", by="_other_work", strategy="backward", check_sortedness=False)
+        .drop("_intensity")
+    )
+    # no peak to time FLOPs with: every operation is timed by its bytes
+    uncosted = timed.filter(pl.col("_ridge").is_null()).with_columns(pl.col("_m_total").alias("_m_upto"), pl.lit(0.0).alias("_f_after"))
+    mem_bound = pl.col("_m_upto").fill_null(0.0) / n / _bandwidth()
+    comp_bound = (pl.col("_f_after").fill_null(pl.col("_f_total")) / n / _peak()).fill_null(0.0)
+    return pl.concat([matched, uncosted], how="diagonal_relaxed").select(
+        "_timing",
+        pl.col("_f_total").alias("o_flops"),
+        pl.col("_m_total").alias("o_bytes"),
+        pl.col("_w_total").alias("o_weight_bytes"),
+        pl.col("_a_total").alias("o_activation_bytes"),
+        (mem_bound + comp_bound).alias("o_ops_time_s"),
+        mem_bound.alias("o_memory_bound_time_s"),
+        comp_bound.alias("o_compute_bound_time_s"),
+        (pl.col("_m_total") / n / _bandwidth()).alias("o_weights_kv_time_s"),
+        (pl.col("_f_total") / n / _peak()).alias("o_flops_time_s"),
+    )
+
+
+def _attn_work_slots(keys: pl.DataFrame, attn_ops: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """Per distinct `_attn_work` key: attention sums, and FLOPs/bytes of attention operation j as `name@j`."""
+    work = op_work_exprs(pl.col, only="attn")
+    per_op = keys.join(attn_ops.with_columns(pl.int_range(pl.len()).over("model_id").alias("_slot")), on="model_id", how="inner").select(
+        "_attn_work",
+        "_slot",
+        "kv_replicated",
+        "kv_heads",
+        work["flops"].alias("f"),
+        (work["weight_bytes"] + work["act_bytes_total"]).alias("wa"),
+        (work["kv_read_bytes"] + work["kv_write_bytes"]).alias("kv"),
+        *[work[c].alias(c) for c in ("weight_bytes", "act_bytes_total", "kv_read_bytes", "kv_write_bytes")],
+    )
+    wide = per_op.group_by("_attn_work").agg(
+        pl.col("f").sum().alias("a_flops"),
+        (pl.col("wa") + pl.col("kv")).sum().alias("a_bytes"),
+        pl.col("weight_bytes").sum().alias("a_weight_bytes"),
+        pl.col("act_bytes_total").sum().alias("a_activation_bytes"),
+        pl.col("kv_read_bytes").sum().alias("a_kv_read_bytes"),
+        pl.col("kv_write_bytes").sum().alias("a_kv_write_bytes"),
+    )
+    slots = int(per_op["_slot"].max() or 0) + 1 if per_op.height else 0  # type: ignore[arg-type]
+    for j in range(slots):
+        part = per_op.filter(pl.col("_slot") == j).select(
+            "_attn_work", *[pl.col(c).alias(f"{c}@{j}") for c in ("f", "wa", "kv", "kv_replicated", "kv_heads")]
+        )
+        wide = wide.join(part, on="_attn_work", how="left")
+    return wide, slots
 
 
 def operation_sums(op_costs: pl.LazyFrame) -> pl.LazyFrame:
