@@ -27,7 +27,7 @@ from core.formats.exports import llama_bench, optimum_benchmark, profile_csv, pr
 from core.formats.generic import MissingColumnsError, header_of, read_generic
 from core.formats.serving import llmperf, sglang_one_batch, sglang_serving, trtllm_bench, vllm_serve, vllm_throughput
 from core.measurements import MeasurementError, error_text, validate
-from core.store import read_sql
+from core.store import ReadOnlyError, read_sql
 
 #: Format name -> what it is (the `--format` choices, in detection order).
 FORMATS: dict[str, str] = {
@@ -115,8 +115,9 @@ def import_file(
     dup = store.query("dataset_by_hash", file_sha256=parsed.sha256)
     if dup.height:
         d = dup.row(0, named=True)
+        then = "delete it first" if store.dataset_writable(int(d["id"])) else "it is in the read-only store"
         raise ImportFileError(
-            f"{file_name}: already imported as dataset {d['id']} ({d['name']!r}, {d['imported_at']:%Y-%m-%d %H:%M}); delete it first"
+            f"{file_name}: already imported as dataset {d['id']} ({d['name']!r}, {d['imported_at']:%Y-%m-%d %H:%M}); {then}"
         )
     if progress:
         progress(0.8, f"writing {parsed.rows.height:,} measurements")
@@ -200,6 +201,7 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
     if head in ("{", "["):
         records, kind = _json_records(text.strip())
         return _read_records(records, fmt or _detect_json(records, kind), ctx)
+    data = _without_trailing_blank_lines(data)
     first_break = data.find(b"\n")
     line_len = len(data) if first_break < 0 else first_break
     if line_len > MAX_LINE_BYTES:
@@ -222,6 +224,22 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
 
 
 _NON_SPACE = re.compile(rb"\S")
+
+
+def _without_trailing_blank_lines(data: bytes) -> bytes:
+    """CSV bytes cut after the last line that holds something (blank lines at the end are not rows).
+
+    Copies the file only when it has such lines; the last line keeps its own line break.
+    """
+    end = len(data)
+    while end:  # the trailing white space, 64 KiB at a time (a file may end in megabytes of it)
+        start = max(0, end - 65536)
+        kept = len(data[start:end].rstrip())
+        end = start + kept
+        if kept:
+            break
+    cut = data.find(b"\n", end)
+    return data if cut < 0 or cut + 1 == len(data) else data[: cut + 1]
 
 
 def _json_records(text: str) -> tuple[list[Any], str]:
@@ -324,15 +342,22 @@ def dataset_rows(store: Any, dataset_id: int) -> pl.DataFrame:
     return frame
 
 
+def _check_writable(store: Any, dataset_id: int) -> None:
+    if not store.dataset_writable(dataset_id):
+        raise ReadOnlyError(f"dataset {dataset_id} is in the read-only store (ROOFLINE_READ_ONLY=1): it cannot be renamed or deleted")
+
+
 def rename_dataset(store: Any, dataset_id: int, name: str) -> None:
     """Give a dataset a new name (stored as typed, bound as a parameter)."""
     if not name.strip():
         raise ImportFileError("name: a dataset needs a non-empty name")
+    _check_writable(store, dataset_id)
     store.execute("rename_dataset", id=dataset_id, name=name.strip())
 
 
 def delete_dataset(store: Any, dataset_id: int) -> None:
     """Delete a dataset and its measurements in one transaction."""
+    _check_writable(store, dataset_id)
     with store.transaction() as cur:
         cur.execute(read_sql("delete_dataset_measurements"), {"id": dataset_id})
         cur.execute(read_sql("delete_dataset"), {"id": dataset_id})

@@ -18,7 +18,9 @@
   10 s, `ROOFLINE_BUSY_TIMEOUT`), then `StoreError("store busy: ...")`.
 - `ROOFLINE_READ_ONLY=1`: the file is opened read-only and every write is
   refused with `ReadOnlyError`; a store file that does not exist yet is built
-  in memory from the seed instead.
+  in memory from the seed instead. The app then keeps each browser session's
+  uploads in a `SessionStore`: an in-memory DuckDB of the same schema (the
+  same migrations) over the read-only store, which it never writes to.
 """
 
 from __future__ import annotations
@@ -56,6 +58,9 @@ class ReadOnlyError(StoreError):
     """A write was attempted while the store is read-only (ROOFLINE_READ_ONLY=1)."""
 
 
+READ_ONLY_MESSAGE = "the store is read-only (ROOFLINE_READ_ONLY=1): nothing is saved; run without it to save changes"
+
+
 def default_db_path() -> Path:
     """`ROOFLINE_DB` when set, else data/roofline.duckdb."""
     env = os.environ.get("ROOFLINE_DB")
@@ -81,7 +86,13 @@ def _is_lock_conflict(exc: BaseException) -> bool:
 
 
 class Store:
-    """One DuckDB file, migrated and seeded on open; a connection per operation."""
+    """One DuckDB file, migrated and seeded on open; a connection per operation.
+
+    `reference=False` leaves the reference tables empty (a SessionStore's
+    memory holds datasets only; its catalogue is the file store's).
+    """
+
+    session_only = False  # datasets here are stored (a SessionStore's live in one session)
 
     def __init__(
         self,
@@ -90,6 +101,7 @@ class Store:
         seed_dir: Path = SEED,
         read_only: bool | None = None,
         busy_timeout: float | None = None,
+        reference: bool = True,
     ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self.seed_dir = seed_dir
@@ -129,7 +141,8 @@ class Store:
         self._building = True
         try:
             self.migrate()
-            self.refresh_reference()
+            if reference:
+                self.refresh_reference()
         finally:
             self._building = False
 
@@ -307,7 +320,7 @@ class Store:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """A connection inside BEGIN/COMMIT; any exception rolls everything back."""
         if self.read_only and not self._building:
-            raise ReadOnlyError("the store is read-only (ROOFLINE_READ_ONLY=1): nothing is saved; run without it to save changes")
+            raise ReadOnlyError(READ_ONLY_MESSAGE)
         with self._lock, self.connect() as con:
             con.execute("BEGIN TRANSACTION")
             try:
@@ -323,6 +336,10 @@ class Store:
         """Run one named write statement in its own transaction."""
         with self.transaction() as cur:
             cur.execute(read_sql(name), params or None)
+
+    def dataset_writable(self, dataset_id: int) -> bool:
+        """Whether a dataset may be renamed or deleted here (not in read-only mode)."""
+        return not self.read_only
 
     def close(self) -> None:
         """Close the file now (it would close by itself `hold_s` after the last operation)."""
@@ -427,3 +444,101 @@ def get_store(path: str | Path | None = None) -> Store:
         if key not in _STORES:
             _STORES[key] = Store(key)
         return _STORES[key]
+
+
+# -- one browser session's datasets over a read-only store ---------------------------------
+
+#: Queries answered from the session's memory as well as the file (datasets); every other one reads the file.
+SESSION_QUERIES = frozenset({"datasets", "dataset_by_hash", "dataset_measurements"})
+#: Named single-statement writes a SessionStore accepts (imports and deletes use transaction()).
+SESSION_WRITES = frozenset({"rename_dataset"})
+
+
+def is_session_dataset(dataset_id: int) -> bool:
+    """Whether a dataset id is one of a SessionStore's (they count down from -1; stored ones count up from 1)."""
+    return dataset_id < 0
+
+
+class SessionStore:
+    """One session's own datasets beside a read-only store; the read-only store is never written.
+
+    For the app in read-only mode (ROOFLINE_READ_ONLY=1): uploads go into an
+    in-memory DuckDB built by the same numbered migrations as the file (a
+    `Store(":memory:")` without the seed), created on the first write and
+    gone with this object. It answers the importer's interface (`query`,
+    `transaction`, `execute`, `path`, `generation`):
+
+    - datasets: the file's (ids 1, 2, ..., read-only) and this session's (ids
+      -1, -2, ..., writable) listed together, newest first; a file's sha256
+      is looked up in both, so the same file twice is still refused;
+    - everything else, the catalogue included, is read from `base`, and
+      `generation` is base's (session writes never touch the catalogue);
+    - writes are transactions on the memory, so an import is still one
+      transaction and a rejected one leaves nothing; writes other than a
+      dataset's import, rename or delete (custom accelerators and models)
+      are refused with ReadOnlyError, as are renames of the file's datasets.
+
+    Two SessionStores share nothing: each has its own memory database.
+    """
+
+    session_only = True
+    read_only = False  # imports are accepted (into the session only)
+
+    def __init__(self, base: Store) -> None:
+        self.base = base
+        self.path = base.path
+        self._memory: Store | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def generation(self) -> int:
+        """The catalogue's generation: base's (this session's writes change datasets only)."""
+        return self.base.generation
+
+    def _mem(self) -> Store:
+        """The session's memory database, created (migrated, session ids set) on first use."""
+        with self._lock:
+            if self._memory is None:
+                mem = Store(":memory:", read_only=False, reference=False)
+                with mem.transaction() as cur:
+                    cur.execute(read_sql("session_dataset_ids"))
+                self._memory = mem
+            return self._memory
+
+    def query(self, name: str, /, **params: Any) -> pl.DataFrame:
+        """Run queries/<name>.sql: datasets from the session and the file, anything else from the file."""
+        mem = self._memory
+        if name not in SESSION_QUERIES or mem is None:
+            return self.base.query(name, **params)
+        if name == "dataset_measurements":
+            return (mem if is_session_dataset(int(params["dataset_id"])) else self.base).query(name, **params)
+        mine = mem.query(name, **params)
+        if name == "dataset_by_hash" and mine.height:
+            return mine
+        both = pl.concat([mine, self.base.query(name, **params)], how="vertical_relaxed")
+        return both.sort(["imported_at", "id"], descending=True) if name == "datasets" else both
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A transaction on this session's memory (never on the file); any exception rolls it back."""
+        with self._mem().transaction() as cur:
+            yield cur
+
+    def execute(self, name: str, /, **params: Any) -> None:
+        """Run one named write on a session dataset; other writes are refused (the file is read-only)."""
+        if name not in SESSION_WRITES:
+            raise ReadOnlyError(f"{READ_ONLY_MESSAGE} (only benchmark datasets can be imported, and they are kept in this session only)")
+        if "id" in params and not self.dataset_writable(int(params["id"])):
+            raise ReadOnlyError(f"dataset {params['id']} is in the read-only store (ROOFLINE_READ_ONLY=1): it cannot be changed")
+        self._mem().execute(name, **params)
+
+    def dataset_writable(self, dataset_id: int) -> bool:
+        """Only this session's datasets can be renamed or deleted."""
+        return is_session_dataset(dataset_id)
+
+    def close(self) -> None:
+        """Drop this session's datasets now (they go anyway when the object is collected)."""
+        with self._lock:
+            if self._memory is not None:
+                self._memory.close()
+                self._memory = None

@@ -98,6 +98,6 @@ def delete_custom_form() -> None:
         return
     c1, c2 = st.columns([3, 1])
     choice = c1.selectbox("Entry", custom, format_func=lambda kv: f"{kv[0]}: {kv[1]}", help="A custom accelerator or model.")
-    if c2.button("Delete", icon=":material/delete:", help="Remove this entry from the store."):
+    if c2.button("Delete", icon=":material/delete:", disabled=store().read_only, help="Remove this entry from the store."):
         delete_custom(store(), choice[0], choice[1])
         st.rerun()

@@ -6,7 +6,7 @@ import streamlit as st
 
 from core.catalogue import accelerator_table, filter_table, model_table
 from pages.catalogue.forms import custom_accelerator_form, custom_model_form, delete_custom_form
-from pages.shared.state import catalogue
+from pages.shared.state import catalogue, store
 from pages.shared.ui import table_download
 
 st.title("Catalogue")
@@ -67,6 +67,12 @@ with tab_models:
         table_download(shown, "models")
 
 with tab_custom:
+    if store().read_only:
+        st.info(
+            "Read-only demo (ROOFLINE_READ_ONLY=1): custom accelerators and models cannot be added or deleted here; the catalogue is "
+            "the shared store's. (Benchmark files imported on Measured vs predicted are kept for your session.)",
+            icon=":material/lock:",
+        )
     left, right = st.columns(2)
     with left:
         custom_accelerator_form()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from core.catalogue import Catalogue
@@ -12,16 +10,20 @@ from core.importers import FORMATS, ImportContext, ImportFileError, delete_datas
 from core.measurements import escape_markdown
 from core.precisions import FALLBACK_CHAIN
 from core.precisions import FORMATS as PRECISIONS
-from core.store import StoreError
+from core.store import SessionStore, Store, StoreError
 
 FROM_FILE = "(from the file)"
 
 
-def import_form(cat: Catalogue, store: Any) -> None:
-    """Upload a file with the context it lacks; imports it as a dataset (one transaction)."""
+def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
+    """Upload a file with the context it lacks; imports it as a dataset (one transaction; in read-only mode, into the session)."""
     with st.expander("Import benchmark results", expanded=True, icon=":material/upload_file:"):
-        if getattr(store, "read_only", False):
-            st.info("Read-only demo (ROOFLINE_READ_ONLY=1): imports are refused and nothing is saved.", icon=":material/lock:")
+        if store.session_only:
+            st.info(
+                "Read-only demo (ROOFLINE_READ_ONLY=1): what you import is kept in this browser session only. Other visitors never see it, "
+                "nothing is saved, and it vanishes when this tab is closed or reloaded.",
+                icon=":material/lock:",
+            )
         up = st.file_uploader(
             "Benchmark output (CSV, JSON, JSONL)",
             type=["csv", "json", "jsonl"],
@@ -48,7 +50,13 @@ def import_form(cat: Catalogue, store: Any) -> None:
         name = e4.text_input("Dataset name", key="ms_name", help="Stored as typed; default: the file name.")
         mapping = _mapping_step()
         if st.button(
-            "Import", icon=":material/upload:", disabled=up is None, key="ms_import", help="Validate every row, then store the dataset."
+            "Import",
+            icon=":material/upload:",
+            disabled=up is None,
+            key="ms_import",
+            help="Validate every row, then keep the dataset in this session only."
+            if store.session_only
+            else "Validate every row, then store the dataset.",
         ):
             pick = {"gpu": gpu, "model": model, "weights": weights, "kv": kv, "compute": compute}
             ctx = ImportContext(
@@ -71,14 +79,15 @@ def import_form(cat: Catalogue, store: Any) -> None:
                     mapping=mapping,
                     progress=lambda f, m: bar.progress(f, text=m),
                 )
-            except (ImportFileError, StoreError) as exc:  # StoreError: read-only mode, or the store stayed busy
+            except (ImportFileError, StoreError) as exc:  # StoreError: the store stayed busy (or refused a write)
                 bar.empty()
                 st.session_state["ms_missing"] = getattr(exc, "missing", None)
                 st.error(escape_markdown(str(exc)), icon=":material/error:")
                 return
             st.session_state.pop("ms_missing", None)
             st.session_state["ms_dataset"] = res.dataset_id
-            st.success(f"Imported {res.rows:,} measurements ({res.format}) as {escape_markdown(res.name)}.", icon=":material/check:")
+            where = " (kept in this session only)" if store.session_only else ""
+            st.success(f"Imported {res.rows:,} measurements ({res.format}) as {escape_markdown(res.name)}{where}.", icon=":material/check:")
 
 
 def _mapping_step() -> dict[str, str] | None:
@@ -97,12 +106,14 @@ def _mapping_step() -> dict[str, str] | None:
     return {k: v for k, v in out.items() if v}
 
 
-def manage_dataset(store: Any, dataset_id: int, name: str) -> None:
-    """Rename or delete the chosen dataset."""
+def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> None:
+    """Rename or delete the chosen dataset (in read-only mode, only this session's)."""
     with st.expander("Rename or delete this dataset", icon=":material/edit:"):
+        ro = not store.dataset_writable(dataset_id)
+        if ro:
+            st.caption("This dataset is in the read-only store (ROOFLINE_READ_ONLY=1): it cannot be renamed or deleted here.")
         c1, c2, c3 = st.columns([3, 1, 1])
-        new = c1.text_input("New name", value=name, key=f"ms_rename_{dataset_id}", help="Stored exactly as typed.")
-        ro = bool(getattr(store, "read_only", False))
+        new = c1.text_input("New name", value=name, key=f"ms_rename_{dataset_id}", help="Kept exactly as typed.")
         if c2.button("Rename", key="ms_rename_btn", disabled=ro, help="Save the new name."):
             rename_dataset(store, dataset_id, new)
             st.rerun()

@@ -8,8 +8,9 @@ import streamlit as st
 from core.charts import empirical_roofs, measured_roofline_chart, throughput_batch_chart
 from core.importers import dataset_rows, list_datasets
 from core.measurements import batch_curves, calibrate, calibration_fits, compare, comparison_table
+from core.store import is_session_dataset
 from pages.measured.forms import import_form, manage_dataset
-from pages.shared.state import catalogue, set_calibration, store
+from pages.shared.state import catalogue, dataset_store, set_calibration
 from pages.shared.ui import chart_exports, table_download
 
 st.title("Measured vs predicted")
@@ -17,7 +18,7 @@ st.caption(
     "Import your own benchmark results: each measurement is set against the ceiling the model predicts for the same scenario, "
     "with its bandwidth (MBU) and compute (MFU) utilisation. A well-tuned decode reaches 70-90% MBU; 40% MFU on decode is suspicious."
 )
-cat, db = catalogue(), store()
+cat, db = catalogue(), dataset_store()  # in read-only mode: this session's datasets beside the stored ones
 import_form(cat, db)
 datasets = list_datasets(db)
 if datasets.is_empty():
@@ -27,10 +28,15 @@ names = dict(zip(datasets["id"], datasets["name"], strict=True))
 if st.session_state.get("ms_dataset") not in names:
     st.session_state["ms_dataset"] = datasets["id"][0]
 chosen = st.selectbox(
-    "Dataset", list(names), format_func=lambda i: f"{names[i]} (#{i})", key="ms_dataset", help="An imported file and its context."
+    "Dataset",
+    list(names),
+    format_func=lambda i: f"{names[i]} (this session only)" if is_session_dataset(i) else f"{names[i]} (#{i})",
+    key="ms_dataset",
+    help="An imported file and its context.",
 )
 info = datasets.filter(pl.col("id") == chosen).row(0, named=True)
-st.caption(f"{info['row_count']:,} measurements · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}")
+kept = " · kept in this browser session only, not saved" if is_session_dataset(chosen) else ""
+st.caption(f"{info['row_count']:,} measurements · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}{kept}")
 manage_dataset(db, chosen, names[chosen])
 rows = dataset_rows(db, chosen)
 calibrated = st.toggle(

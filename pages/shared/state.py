@@ -20,7 +20,7 @@ from core.measurements import escape_markdown
 from core.precisions import FALLBACK_CHAIN, FORMATS
 from core.scenario_state import DEFAULTS, LIMITS, compute_or_none, from_query_params, to_query_params
 from core.specs import Scenario
-from core.store import Store, get_store
+from core.store import SessionStore, Store, get_store
 
 KEY = "sc_"
 VALUES = "scenario_values"
@@ -30,6 +30,22 @@ VALUES = "scenario_values"
 def store() -> Store:
     """The process-wide store (created from data/seed on first run)."""
     return get_store()
+
+
+def dataset_store() -> Store | SessionStore:
+    """Where the measured page reads and imports datasets.
+
+    The store; in read-only mode (ROOFLINE_READ_ONLY=1) this browser
+    session's own SessionStore over it: uploads live in the session's memory
+    only, other sessions never see them and the file is never written.
+    """
+    base = store()
+    if not base.read_only:
+        return base
+    held = st.session_state.get("session_store")
+    if not isinstance(held, SessionStore) or held.base is not base:
+        held = st.session_state["session_store"] = SessionStore(base)
+    return held
 
 
 def catalogue() -> Catalogue:

@@ -91,3 +91,76 @@ def test_turning_calibration_off_shows_its_empty_state(open_page, dataset):
     at.toggle(key="ms_calibrate").set_value(False).run()
     assert not at.exception
     assert any("Calibration is off" in i.value for i in at.info)
+
+
+@pytest.fixture
+def read_only_store(tmp_path, monkeypatch):
+    """ROOFLINE_READ_ONLY=1 on a store file holding one dataset; the app's cached store is reopened before and after."""
+    from core.importers import ImportContext
+    from core.store import Store
+    from pages.shared import state
+
+    db = tmp_path / "demo.duckdb"
+    rw = Store(db)
+    import_file(
+        rw, (FIXTURES / "vllm_serve.json").read_bytes(), "vllm_serve.json", context=ImportContext(gpu="h100-sxm", model="llama-3.1-8b")
+    )
+    rw.close()
+    monkeypatch.setenv("ROOFLINE_DB", str(db))
+    monkeypatch.setenv("ROOFLINE_READ_ONLY", "1")
+    state.store.clear()  # st.cache_resource outlives an AppTest: open the read-only store now ...
+    yield db
+    get_store(db).close()
+    state.store.clear()  # ... and the session's private store again afterwards
+
+
+def test_read_only_upload_is_kept_in_this_session_and_no_other(open_page, read_only_store):
+    """ROOFLINE_READ_ONLY=1: generic.csv is imported into the session, shown with its ceilings; a second session and the file never see it."""
+    before = read_only_store.read_bytes()
+    at = open_page("measured")
+    assert any("kept in this browser session only" in i.value for i in at.info)
+    assert at.selectbox(key="ms_dataset").options == ["vllm_serve.json (#1)"]  # the stored dataset, read from the file
+
+    at.file_uploader(key="ms_upload").set_value(("generic.csv", (FIXTURES / "generic.csv").read_bytes(), "text/csv"))
+    at.text_input(key="ms_name").set_value("my session run")
+    at.run()
+    at.button(key="ms_import").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert any(
+        s.value.startswith("Imported 11 measurements (generic-csv) as my session run (kept in this session only)") for s in at.success
+    )
+    box = at.selectbox(key="ms_dataset")
+    assert box.value < 0 and box.options == ["my session run (this session only)", "vllm_serve.json (#1)"]
+    assert any("kept in this browser session only, not saved" in c.value for c in at.caption)
+    # the dataset is shown as a stored one is: the comparison table, the metrics, the calibration fit, both charts
+    table = at.dataframe[0].value
+    table = pl.from_pandas(table) if not isinstance(table, pl.DataFrame) else table
+    assert table.height == 11
+    assert table["measured (tokens/s)"].to_list() == pl.read_csv(FIXTURES / "generic.csv")["tokens_per_s"].to_list()
+    assert table.filter(pl.col("row") == 11)["status"].to_list() == ["above ceiling"]
+    assert {m.label: m.value for m in at.metric}["Above their ceiling"] == "1"
+    fit = at.dataframe[1].value
+    fit = pl.from_pandas(fit) if not isinstance(fit, pl.DataFrame) else fit
+    assert fit.filter(pl.col("accelerator") == "h100-sxm")["bandwidth efficiency (%)"][0] == pytest.approx(82.0, abs=0.2)
+    assert len(at.get("vega_lite_chart")) == 2
+    assert not at.button(key="ms_rename_btn").disabled and not at.button(key="ms_delete_btn").disabled  # it is this session's
+
+    other = open_page("measured")
+    assert other.selectbox(key="ms_dataset").options == ["vllm_serve.json (#1)"]
+    assert other.button(key="ms_rename_btn").disabled and other.button(key="ms_delete_btn").disabled  # the file's dataset
+    assert read_only_store.read_bytes() == before
+    assert not read_only_store.with_name("demo.duckdb.wal").exists()
+
+
+def test_read_only_catalogue_refuses_custom_entries_with_a_message(open_page, read_only_store):
+    """Custom accelerators stay refused in read-only mode: the page says so first, and a submitted form shows the refusal."""
+    before = read_only_store.read_bytes()
+    at = open_page("catalogue")
+    assert any("custom accelerators and models cannot be added or deleted here" in i.value for i in at.info)
+    next(t for t in at.text_input if t.label == "Name").set_value("Demo chip")
+    next(t for t in at.text_input if t.label == "Source URL").set_value("https://example.com/sheet")
+    at.number_input(key="custom_peak_bf16").set_value(500.0)
+    next(b for b in at.button if b.label == "Add accelerator").click().run()
+    assert any("Not added: the store is read-only (ROOFLINE_READ_ONLY=1)" in e.value for e in at.error), [e.value for e in at.error]
+    assert read_only_store.read_bytes() == before

@@ -41,10 +41,10 @@ def _free_port() -> int:
 class Server:
     """A running app server; `url(path)` builds links to it."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, **env_vars: str) -> None:
         self.port = _free_port()
         self.db = db
-        env = {**os.environ, "ROOFLINE_DB": str(db)}
+        env = {**os.environ, "ROOFLINE_DB": str(db), **env_vars}
         self.log = db.with_suffix(".log").open("w")
         self.proc = subprocess.Popen(
             [

@@ -55,3 +55,40 @@ def test_a_bad_file_is_refused_with_file_row_column_and_problem(fresh_server, pa
     page.get_by_text("bad.csv: row 1, column tokens_per_s: not a number: 'fast'").wait_for(timeout=60_000)
     assert page.get_by_text("No datasets yet").count() == 1
     screenshot(page, "measured-bad-file")
+
+
+def test_read_only_mode_keeps_an_upload_in_its_browser_session_only(browser, page, tmp_path):
+    """ROOFLINE_READ_ONLY=1: one browser session imports generic.csv and sees it; another, or the same tab reloaded, sees none; the file is unchanged."""
+    from core.store import Store
+    from tests.e2e.conftest import Server
+
+    db = tmp_path / "demo.duckdb"
+    Store(db).close()
+    before = db.read_bytes()
+    srv = Server(db, ROOFLINE_READ_ONLY="1")
+    try:
+        page.goto(srv.url("measured"))
+        wait_ready(page)
+        page.get_by_text("kept in this browser session only").wait_for()
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
+        wait_ready(page)
+        page.get_by_role("button", name="Import").click()
+        page.get_by_text("Imported 11 measurements (generic-csv) as generic.csv (kept in this session only)").wait_for(timeout=60_000)
+        wait_ready(page)
+        page.get_by_text("1 measurement(s) lie above their ceiling").wait_for()
+        page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()
+        assert page.locator("[data-testid='stMetricValue']").all_inner_texts()[:2] == ["11", "1"]
+        screenshot(page, "measured-read-only-session")
+
+        other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        other.goto(srv.url("measured"))
+        wait_ready(other)
+        other.get_by_text("No datasets yet").wait_for()
+        assert other.get_by_text("generic.csv").count() == 0
+        other.context.close()
+        page.reload()  # a reload is a new session: the upload is gone, as the note says
+        wait_ready(page)
+        page.get_by_text("No datasets yet").wait_for()
+    finally:
+        srv.stop()
+    assert db.read_bytes() == before

@@ -187,8 +187,9 @@ def test_unknown_precision(store):
 
 
 def test_header_only_csv(store):
-    """A header and no rows: says so."""
+    """A header and no rows (blank lines after it are no rows either): says so."""
     assert "header but no data rows" in refused(store, csv())
+    assert "header but no data rows" in refused(store, csv() + b"\n \r\n\n")
 
 
 def test_single_line_of_10_mb(store):

@@ -247,3 +247,14 @@ def test_calibration_fits_become_scenario_factors():
         "h100-sxm": {"eff_bandwidth": 0.82, "eff_compute": 1.0, "overhead_s": 0.0004},
         "a100-80gb-sxm": {"eff_bandwidth": 1.0, "eff_compute": 0.7, "overhead_s": 0.0},
     }
+
+
+@pytest.mark.parametrize("ending", [b"\n\n", b"\n\n\n", b"\r\n\r\n", b"\n \t\n"])
+@pytest.mark.parametrize(("name", "rows"), [("generic.csv", 11), ("llama_bench.csv", 2)])
+def test_a_csv_ending_in_blank_lines_reads_the_same_rows(store, name, rows, ending):
+    """Blank lines after the last row (an editor's extra newline) are not rows: the same measurements as the file without them."""
+    data = (FIXTURES / name).read_bytes()
+    clean = parse_file(store, data, name, context=CTX if name != "generic.csv" else None).rows
+    assert clean.height == rows
+    padded = parse_file(store, data.rstrip(b"\r\n") + ending, name, context=CTX if name != "generic.csv" else None).rows
+    assert padded.equals(clean)

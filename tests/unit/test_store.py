@@ -1,7 +1,8 @@
-"""The DuckDB store: migrations, seeding, reseeding that keeps user tables, transactions."""
+"""The DuckDB store: migrations, seeding, reseeding that keeps user tables, transactions, read-only mode's session stores."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import threading
 from pathlib import Path
@@ -10,7 +11,8 @@ import polars as pl
 import pytest
 
 from core.catalogue import CatalogueError, accelerator_from_row, add_custom_accelerator, add_custom_model, load_catalogue
-from core.store import SEED, Store, StoreError
+from core.importers import ImportContext, ImportFileError, dataset_rows, delete_dataset, import_file, list_datasets, rename_dataset
+from core.store import SEED, ReadOnlyError, SessionStore, Store, StoreError, is_session_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -156,3 +158,118 @@ def test_user_strings_are_stored_literally(tmp_path):
     gpus = store.query("accelerators")
     assert nasty in gpus["name"].to_list()
     assert gpus.height > 40
+
+
+# -- read-only mode: one session's datasets in memory, the file untouched -----------------------
+
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """Every file in a folder with the sha256 of its bytes."""
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def read_only_file(tmp_path: Path) -> Path:
+    """A store file holding one dataset and one custom accelerator, closed (opened read-only by the tests)."""
+    db = tmp_path / "demo" / "s.duckdb"
+    rw = Store(db)
+    add_custom_accelerator(rw, accelerator_from_row(_custom_gpu()))
+    import_file(
+        rw, (FIXTURES / "vllm_serve.json").read_bytes(), "vllm_serve.json", context=ImportContext(gpu="h100-sxm", model="llama-3.1-8b")
+    )
+    rw.close()
+    return db
+
+
+def test_a_session_store_imports_into_memory_and_leaves_the_file_byte_identical(read_only_file, tmp_path):
+    """generic.csv into a SessionStore: its rows read back equal to the file's (and to a stored import), the store file unchanged."""
+    before = _files(read_only_file.parent)
+    base = Store(read_only_file, read_only=True)
+    session = SessionStore(base)
+    data = (FIXTURES / "generic.csv").read_bytes()
+    res = import_file(session, data, "generic.csv", name="my run")
+    assert is_session_dataset(res.dataset_id) and res.rows == 11
+
+    listed = list_datasets(session)
+    assert listed.select("name", "format", "row_count").rows() == [("my run", "generic-csv", 11), ("vllm_serve.json", "vllm-serve", 1)]
+    rows = dataset_rows(session, res.dataset_id)
+    csv = pl.read_csv(FIXTURES / "generic.csv")
+    assert rows["row"].to_list() == list(range(1, 12))
+    assert rows["tokens_per_s"].to_list() == csv["tokens_per_s"].to_list()
+    assert rows["batch"].to_list() == csv["batch"].to_list()
+    assert rows["input_tokens"].to_list() == csv["input_tokens"].to_list()
+    assert rows["tpot_s"].to_list() == pytest.approx([v / 1e3 for v in csv["tpot_ms"].to_list()], rel=1e-12)
+    assert set(rows["gpu"]) == {"h100-sxm", "a100-80gb-sxm"}
+    stored = Store(tmp_path / "rw.duckdb")  # the same file imported into a writable store reads back the same rows
+    assert rows.equals(dataset_rows(stored, import_file(stored, data, "generic.csv").dataset_id))
+    # the stored dataset is still read from the file
+    assert dataset_rows(session, int(listed["id"][1]))["tokens_per_s"].to_list() == [1060.5]
+
+    session.close()
+    base.close()
+    assert _files(read_only_file.parent) == before
+    assert list_datasets(Store(read_only_file, read_only=True))["name"].to_list() == ["vllm_serve.json"]
+
+
+def test_two_session_stores_are_independent(read_only_file):
+    """What one session imports, renames or deletes, the other never sees; both see the stored dataset."""
+    base = Store(read_only_file, read_only=True)
+    a, b = SessionStore(base), SessionStore(base)
+    data = (FIXTURES / "generic.csv").read_bytes()
+    ra = import_file(a, data, "generic.csv", name="A's")
+    assert list_datasets(b)["name"].to_list() == ["vllm_serve.json"]
+    assert dataset_rows(b, ra.dataset_id).is_empty()
+    rb = import_file(b, data, "generic.csv", name="B's")  # the same file is new to B
+    assert ra.dataset_id == rb.dataset_id == -1  # ids of separate sessions may coincide: they never meet
+    rename_dataset(a, ra.dataset_id, "renamed by A")
+    assert list_datasets(a)["name"].to_list() == ["renamed by A", "vllm_serve.json"]
+    assert list_datasets(b)["name"].to_list() == ["B's", "vllm_serve.json"]
+    delete_dataset(b, rb.dataset_id)
+    assert list_datasets(b)["name"].to_list() == ["vllm_serve.json"]
+    assert dataset_rows(a, ra.dataset_id).height == 11
+
+
+def test_a_session_store_reads_the_catalogue_from_the_file_and_refuses_other_writes(read_only_file):
+    """The file's custom accelerator is in the session's catalogue; catalogue writes and the file's datasets stay read-only."""
+    base = Store(read_only_file, read_only=True)
+    session = SessionStore(base)
+    assert "my-chip" in load_catalogue(session).gpus["id"].to_list()
+    assert load_catalogue(session) is load_catalogue(base)
+    mine = b"gpu,model,batch,input_tokens,output_tokens,tokens_per_s\nmy-chip,llama-3.1-8b,1,1024,128,120.0\n"
+    assert dataset_rows(session, import_file(session, mine, "mine.csv").dataset_id)["gpu"].to_list() == ["my-chip"]
+    with pytest.raises(ReadOnlyError, match="read-only"):
+        add_custom_accelerator(session, accelerator_from_row({**_custom_gpu(), "id": "other-chip"}))
+    with pytest.raises(ReadOnlyError, match="read-only"):
+        add_custom_model(session, (SEED / "models/llama-3.2-1b.json").read_text(), model_id="m", name="M")
+    stored_id = int(list_datasets(session).filter(pl.col("id") > 0)["id"][0])
+    with pytest.raises(ReadOnlyError, match=f"dataset {stored_id} is in the read-only store"):
+        rename_dataset(session, stored_id, "x")
+    with pytest.raises(ReadOnlyError, match=f"dataset {stored_id} is in the read-only store"):
+        delete_dataset(session, stored_id)
+    with pytest.raises(ImportFileError, match="already imported as dataset .*it is in the read-only store"):
+        import_file(session, (FIXTURES / "vllm_serve.json").read_bytes(), "again.json", context=ImportContext(gpu="h100-sxm"))
+    assert session.query("accelerators")["id"].to_list() == base.query("accelerators")["id"].to_list()
+
+
+def test_a_session_import_is_one_transaction_and_bad_input_writes_nothing(read_only_file, monkeypatch):
+    """A bad file gets its one-line message; a write failing half-way leaves no dataset; names are bound values."""
+    import core.importers as imp
+
+    session = SessionStore(Store(read_only_file, read_only=True))
+    bad = b"gpu,model,batch,input_tokens,output_tokens,tokens_per_s\nh100-sxm,llama-3.1-8b,1,1024,128,fast\n"
+    with pytest.raises(ImportFileError, match=r"^bad.csv: row 1, column tokens_per_s: not a number: 'fast'"):
+        import_file(session, bad, "bad.csv")
+    real = imp.read_sql
+    monkeypatch.setattr(imp, "read_sql", lambda n: "SELECT * FROM no_such_table" if n == "insert_measurements" else real(n))
+    with pytest.raises(Exception, match="no_such_table"):
+        import_file(session, (FIXTURES / "generic.csv").read_bytes(), "generic.csv")
+    monkeypatch.undo()
+    assert list_datasets(session)["name"].to_list() == ["vllm_serve.json"]
+    with session.transaction() as cur:
+        assert cur.execute("SELECT count(*) FROM measurements").fetchone() == (0,)
+    nasty = "x'); DROP TABLE datasets; --"
+    res = import_file(session, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name=nasty)
+    assert list_datasets(session)["name"].to_list() == [nasty, "vllm_serve.json"]
+    assert dataset_rows(session, res.dataset_id).height == 11

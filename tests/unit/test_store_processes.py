@@ -119,7 +119,7 @@ def test_the_catalogue_cache_sees_another_process_write(tmp_path):
 
 
 def test_read_only_mode_reads_an_existing_store_and_refuses_writes(tmp_path):
-    """ROOFLINE_READ_ONLY: the datasets are there; an import is refused and the file is unchanged."""
+    """ROOFLINE_READ_ONLY: the datasets are there; the store itself refuses an import (the app keeps uploads in a SessionStore) and the file is unchanged."""
     db = tmp_path / "s.duckdb"
     rw = Store(db)
     import_file(rw, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name="kept")
