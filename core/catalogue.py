@@ -21,7 +21,8 @@ from pydantic import ValidationError
 
 from core.model_config import ConfigError, model_from_config, parse_config_text
 from core.model_costs import kv_elements_per_token, operations_frame, parameter_counts
-from core.precisions import PEAK_PRECISIONS
+from core.perfmodel import with_effective_peak
+from core.precisions import FALLBACK_CHAIN, PEAK_PRECISIONS
 from core.specs import Accelerator, ModelRecord
 
 #: Seed CSV column -> (store column, multiplier to SI).
@@ -173,6 +174,17 @@ class Catalogue:
     def other_ops(self) -> pl.DataFrame:
         """Operation rows of every other kind."""
         return self.ops.filter(pl.col("kind") != "attn")
+
+    @cached_property
+    def compute_pairs(self) -> pl.DataFrame:
+        """Every (gpu_id, requested compute format): the peak that applies and its flag (core.perfmodel.with_effective_peak)."""
+        formats = sorted(FALLBACK_CHAIN)  # the compute formats a scenario may request
+        pairs = self.peaks.join(pl.DataFrame({"compute": formats}), how="cross")
+        return (
+            with_effective_peak(pairs.lazy())
+            .select("gpu_id", "compute", "compute_used", "peak_flops", "act_bytes", "compute_flag")
+            .collect()
+        )
 
     @cached_property
     def hardware(self) -> pl.DataFrame:

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue import Catalogue, UnknownIdError
-from core.perfmodel import collect, operation_costs, step_sums, step_totals, with_effective_peak, with_precision_columns
+from core.perfmodel import collect, operation_costs, step_sums, step_totals, with_precision_columns
 from core.precisions import FORMATS, default_compute
 from core.specs import Scenario
 
@@ -119,10 +119,13 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
         "comm_flag",
         "bandwidth_bytes_per_s",
     ]
-    decode = collect(step_results(cat, decode_steps), rows)
-    if not decode["step_id"].equals(decode_steps["step_id"]):  # step_results keeps the order; never trust it silently
-        decode = decode_steps.select("step_id").join(decode, on="step_id", how="left", maintain_order="left")
-    shared = collect(step_results(cat, shared_steps.unnest("k")), shared_steps.height).lazy()
+    # one evaluation for every step: decode steps first (in scenario order), then the shared ones
+    shared_steps = shared_steps.unnest("k")
+    steps = pl.concat([decode_steps, shared_steps])
+    results = collect(step_results(cat, steps), steps.height)
+    if not results["step_id"].equals(steps["step_id"]):  # step_results keeps the order; never trust it silently
+        results = steps.select("step_id").join(results, on="step_id", how="left", maintain_order="left")
+    decode, shared = results.head(rows), results.tail(shared_steps.height).lazy()
     lf = pl.concat([keyed, decode.select([pl.col(c).alias(f"decode_{c}") for c in step_cols])], how="horizontal").lazy()
     for role, cols in {"prefill": ["step_time_s", "flops", "bytes", "intensity", "bound"], "draft": ["step_time_s"]}.items():
         lf = lf.join(
@@ -131,7 +134,7 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
             how="left",
             maintain_order="left",
         )
-    labels = compute_labels(cat, scen.lazy().select(pl.col("gpu").alias("gpu_id"), "compute")).select(
+    labels = cat.compute_pairs.lazy().select(
         pl.col("gpu_id").alias("gpu"),
         "compute",
         pl.col("compute_used").alias("decode_compute_used"),
@@ -232,21 +235,14 @@ def single_step(s: dict[str, Any], *, batch: int, q: int, cached: int, prefill: 
     )
 
 
-def compute_labels(cat: Catalogue, pairs: pl.LazyFrame) -> pl.LazyFrame:
-    """Per distinct (gpu_id, compute): the peak that applies, activation bytes, the format used and its flag."""
-    return with_effective_peak(pairs.unique().join(cat.peaks.lazy(), on="gpu_id", how="left")).select(
-        "gpu_id", "compute", "compute_used", "peak_flops", "act_bytes", "compute_flag"
-    )
-
-
 def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame, *, labels: bool = True) -> pl.LazyFrame:
     """Steps with their accelerator's figures, the effective peak and the model's shape (rows keep their order).
 
     `labels=False` leaves out the text columns (compute_used, compute_flag),
     which a sweep attaches once per scenario instead of once per step.
     """
-    # the effective peak depends on (accelerator, compute format) only: resolve each pair once
-    pairs = compute_labels(cat, steps.lazy().select("gpu_id", "compute"))
+    # the effective peak depends on (accelerator, compute format) only: resolved once per catalogue
+    pairs = cat.compute_pairs.lazy()
     if not labels:
         pairs = pairs.drop("compute_used", "compute_flag")
     return (
@@ -419,6 +415,16 @@ def _check_ids(cat: Catalogue, scen: pl.DataFrame) -> None:
     for mid in sorted(models):
         if mid not in cat.records:
             raise UnknownIdError("model", mid, sorted(cat.records))
+
+
+def ceilings_by_batch(cat: Catalogue, scenario: Scenario, batches: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """ceiling() of the scenario at each of `batches` (its own batch ignored), from one evaluation.
+
+    For pages that move along the batch axis: one evaluation of a dozen
+    scenarios costs about what one does.
+    """
+    frame = evaluate(cat, [scenario.model_copy(update={"batch": int(b)}) for b in sorted(set(batches))])
+    return {int(row["batch"]): row for row in frame.iter_rows(named=True)}
 
 
 def ceiling(cat: Catalogue, scenario: Scenario) -> dict[str, Any]:

@@ -7,6 +7,9 @@ Values <= 0 are filtered before they reach a log scale (one would blank it).
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
 import math
 from typing import Any
 
@@ -30,11 +33,11 @@ def positive(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
     return frame.filter(cond)
 
 
-def export_chart(chart: alt.TopLevelMixin, fmt: str, *, scale: float = 2.0) -> bytes:
-    """The chart as PNG or SVG bytes, rendered offline by vl-convert."""
+def export_chart(chart: alt.TopLevelMixin | dict[str, Any], fmt: str, *, scale: float = 2.0) -> bytes:
+    """The chart (an Altair chart or its Vega-Lite spec dict) as PNG or SVG bytes, rendered offline by vl-convert."""
     import vl_convert as vlc
 
-    spec = chart.to_json()
+    spec = json.dumps(chart) if isinstance(chart, dict) else chart.to_json()
     if fmt == "png":
         return bytes(vlc.vegalite_to_png(spec, scale=scale))
     if fmt == "svg":
@@ -71,24 +74,99 @@ def roofline_chart(
     `roofs` comes from core.roofline.roof_lines, `points` and `paths` from
     core.roofline.operating_points (points: one batch; paths: every batch).
     """
+    layout, datasets = _roofline_parts(roofs, points, paths)
+    return _roofline_layers(*layout, width=width, height=height).properties(title=title, datasets=datasets)
+
+
+def roofline_spec(
+    roofs: pl.DataFrame,
+    points: pl.DataFrame,
+    paths: pl.DataFrame | None = None,
+    *,
+    title: str = "",
+    width: int = 760,
+    height: int = 440,
+) -> dict[str, Any]:
+    """roofline_chart as a Vega-Lite spec dict, for drawing on a page.
+
+    The layers depend only on the roof kinds, whether paths are drawn and the
+    size, so their spec is built once per combination and reused; the axis
+    domains, the title and the data rows are filled in per call. Equal to
+    `roofline_chart(...).to_dict(validate=False)` (tested).
+    """
+    (x_dom, y_dom, kinds, has_paths), datasets = _roofline_parts(roofs, points, paths)
+    spec = copy.deepcopy(_roofline_template(kinds, has_paths, width=width, height=height))
+    for layer in spec["layer"]:
+        for channel, domain in (("x", x_dom), ("y", y_dom)):
+            layer["encoding"][channel]["scale"]["domain"] = list(domain)
+    spec["title"] = title
+    spec["datasets"] = datasets
+    return spec
+
+
+ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch")
+
+
+def _roofline_parts(
+    roofs: pl.DataFrame, points: pl.DataFrame, paths: pl.DataFrame | None
+) -> tuple[tuple[tuple[float, float], tuple[float, float], tuple[str, ...], bool], dict[str, list[dict[str, Any]]]]:
+    """(domains, roof kinds, has paths) and the named datasets of a roofline chart."""
     # only the columns the encodings read travel into the spec
     roofs = positive(roofs, "intensity", "attainable_flops").select(
         "series", "roof", "point", "intensity", "attainable_flops", "ridge", "peak_flops", "bandwidth_bytes_per_s"
     )
-    point_cols = ["point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch"]
-    points = positive(points, "intensity", "attainable_flops").select(point_cols)
-    x_dom = _log_domain([roofs["intensity"], points["intensity"]], pad=3.0)
-    y_dom = _log_domain([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
+    points = positive(points, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS)
+    x_dom = _decades([roofs["intensity"], points["intensity"]], pad=3.0)
+    y_dom = _decades([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
+    kinds = tuple(k for k in ("datasheet", "derated") if k in set(roofs["roof"].to_list()))
+    ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
+        pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label")
+    )
+    labelled = points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"]))
+    # named datasets as plain rows: Altair neither converts nor hashes them (a rerun stays quick)
+    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts(), "points": points.to_dicts(), "labels": labelled.to_dicts()}
+    has_paths = paths is not None and paths.height > 0
+    if paths is not None and has_paths:
+        datasets["paths"] = positive(paths, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS).to_dicts()
+    return (x_dom, y_dom, kinds, has_paths), datasets
+
+
+@functools.lru_cache(maxsize=64)
+def _roofline_template(kinds: tuple[str, ...], has_paths: bool, *, width: int, height: int) -> dict[str, Any]:
+    """The spec of roofline_chart's layers without title or data, domains 1..10 (cached: callers copy it)."""
+    spec: dict[str, Any] = _roofline_layers((1.0, 10.0), (1.0, 10.0), kinds, has_paths, width=width, height=height).to_dict(validate=False)
+    spec.pop("datasets", None)
+    return spec
+
+
+#: (width, height) of the roofline on its page: normal and presentation mode.
+ROOFLINE_SIZES = ((760, 440), (1080, 620))
+
+
+def warm_roofline_templates() -> None:
+    """Build the layer specs the roofline page draws (both sizes, with and without a derated roof).
+
+    Altair takes ~0.1 s per spec; the server does this once at start
+    (serve.py), so no user's first rerun pays it.
+    """
+    for kinds in (("datasheet",), ("datasheet", "derated")):
+        for width, height in ROOFLINE_SIZES:
+            _roofline_template(kinds, True, width=width, height=height)
+
+
+def _roofline_layers(
+    x_dom: tuple[float, float], y_dom: tuple[float, float], kinds: tuple[str, ...], has_paths: bool, *, width: int, height: int
+) -> alt.LayerChart:
     x = alt.X(
         "intensity",
         type="quantitative",
-        scale=alt.Scale(type="log", domain=x_dom),
+        scale=alt.Scale(type="log", domain=list(x_dom)),
         axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)"),
     )
     y = alt.Y(
         "attainable_flops",
         type="quantitative",
-        scale=alt.Scale(type="log", domain=y_dom),
+        scale=alt.Scale(type="log", domain=list(y_dom)),
         axis=alt.Axis(format=SI_FORMAT, title="Attainable performance (FLOP/s)"),
     )
     series = alt.Color(
@@ -98,12 +176,11 @@ def roofline_chart(
         scale=alt.Scale(range=ROOF_COLOURS),
         legend=alt.Legend(orient="bottom", columns=2, labelLimit=320),
     )
-    kinds = [k for k in ("datasheet", "derated") if k in set(roofs["roof"].to_list())]
     dash = alt.StrokeDash(
         "roof",
         type="nominal",
         title="Roof kind",
-        scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)]),
+        scale=alt.Scale(domain=list(kinds), range=[[1, 0], [6, 4]][: len(kinds)]),
         legend=alt.Legend() if len(kinds) > 1 else None,
     )
     roof_layer = (
@@ -122,9 +199,6 @@ def roofline_chart(
                 alt.Tooltip("bandwidth_bytes_per_s", type="quantitative", format=".3s", title="Bandwidth (B/s)"),
             ],
         )
-    )
-    ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
-        pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label")
     )
     ridge_dots = (
         alt.Chart(alt.NamedData(name="ridges"))
@@ -153,10 +227,7 @@ def roofline_chart(
         alt.Tooltip("ridge_batch", type="quantitative", title="Decode batch to reach the ridge"),
     ]
     layers: list[alt.Chart] = [roof_layer]
-    labelled = points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"]))
-    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts(), "points": points.to_dicts(), "labels": labelled.to_dicts()}
-    if paths is not None and paths.height:
-        datasets["paths"] = positive(paths, "intensity", "attainable_flops").select(point_cols).to_dicts()
+    if has_paths:
         layers.append(
             alt.Chart(alt.NamedData(name="paths"))
             .mark_line(strokeWidth=1, opacity=0.45, color="grey", point=alt.OverlayMarkDef(size=12, color="grey"))
@@ -179,16 +250,12 @@ def roofline_chart(
         .mark_text(align="right", dx=-10, dy=-8, fontSize=11)
         .encode(x=x, y=y, text=alt.Text("point", type="nominal"))
     )
-    # named datasets as plain rows: Altair neither converts nor hashes them (a rerun stays quick)
-    chart: alt.LayerChart = alt.LayerChart(
+    return alt.LayerChart(
         layer=layers,
         resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")),
-        title=title,
         width=width,
         height=height,
-        datasets=datasets,
     )
-    return chart
 
 
 def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = "", width: int = 600) -> alt.LayerChart | alt.FacetChart:
@@ -267,6 +334,13 @@ def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 600) -> 
         .properties(title=title, width=width, height=max(260, 34 * len(order)), autosize=alt.AutoSizeParams(type="pad"))
     )
     return chart
+
+
+def _decades(series: list[pl.Series], pad: float) -> tuple[float, float]:
+    """_log_domain widened to whole powers of ten: log axes start and end on a labelled decade,
+    and the domain stays put while a batch sweep or a change of accelerator moves the data inside it."""
+    lo, hi = _log_domain(series, pad)
+    return 10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi))
 
 
 def _log_domain(series: list[pl.Series], pad: float) -> list[float]:

@@ -14,6 +14,7 @@ and KV bytes by how far tensor parallelism can shard the cache.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import polars as pl
@@ -216,9 +217,15 @@ def op_work_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> di
     }
 
 
+@functools.cache
+def column_work_exprs(only: str | None = None) -> dict[str, pl.Expr]:
+    """op_work_exprs over a long operation frame (the operation's columns by name); built once."""
+    return op_work_exprs(pl.col, only=only)
+
+
 def op_cost_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> dict[str, pl.Expr]:
     """op_work_exprs plus total bytes and the per-GPU memory and compute times."""
-    work = op_work_exprs(c, only=only)
+    work = column_work_exprs(only) if c is pl.col else op_work_exprs(c, only=only)
     weight_act = work["weight_bytes"] + work["act_bytes_total"]
     kv = work["kv_read_bytes"] + work["kv_write_bytes"]
     n = pl.col("num_gpus").cast(pl.Float64)
@@ -317,8 +324,9 @@ def step_sums(steps: pl.LazyFrame, attn_ops: pl.DataFrame, other_ops: pl.DataFra
         .with_columns(pl.struct(timing_key).hash().alias("_timing"))
         .collect(engine="in-memory")
     )
-    other = _other_op_sums(frame.select("_timing", *timing_key).unique("_timing"), frame, other_ops)
-    attn, slots = _attn_work_slots(frame.select("_attn_work", *WORK_INPUTS).unique("_attn_work"), attn_ops)
+    lazy = frame.lazy()
+    other = _other_op_sums(lazy.select("_timing", *timing_key).unique("_timing"), lazy, other_ops.lazy())
+    attn, slots = _attn_work_slots(lazy.select("_attn_work", *WORK_INPUTS).unique("_attn_work"), attn_ops)
 
     mem: list[pl.Expr] = []
     comp: list[pl.Expr] = []
@@ -344,8 +352,8 @@ def step_sums(steps: pl.LazyFrame, attn_ops: pl.DataFrame, other_ops: pl.DataFra
 
     return (
         frame.lazy()
-        .join(attn.lazy(), on="_attn_work", how="left", maintain_order="left")
-        .join(other.lazy(), on="_timing", how="left", maintain_order="left")
+        .join(attn, on="_attn_work", how="left", maintain_order="left")
+        .join(other, on="_timing", how="left", maintain_order="left")
         .with_columns(stage)
         .with_columns(
             both("flops").alias("flops"),
@@ -364,10 +372,10 @@ def step_sums(steps: pl.LazyFrame, attn_ops: pl.DataFrame, other_ops: pl.DataFra
     )
 
 
-def _other_op_sums(timing: pl.DataFrame, frame: pl.DataFrame, other_ops: pl.DataFrame) -> pl.DataFrame:
+def _other_op_sums(timing: pl.LazyFrame, frame: pl.LazyFrame, other_ops: pl.LazyFrame) -> pl.LazyFrame:
     """Sums over the operations other than attention, per distinct `_timing` key (see step_sums)."""
     n = pl.col("num_gpus").cast(pl.Float64)
-    work = op_work_exprs(pl.col, only="other")
+    work = column_work_exprs("other")
     per_op = (
         frame.select("_other_work", *OTHER_WORK_INPUTS)
         .unique("_other_work")
@@ -420,10 +428,16 @@ def _other_op_sums(timing: pl.DataFrame, frame: pl.DataFrame, other_ops: pl.Data
     )
 
 
-def _attn_work_slots(keys: pl.DataFrame, attn_ops: pl.DataFrame) -> tuple[pl.DataFrame, int]:
-    """Per distinct `_attn_work` key: attention sums, and FLOPs/bytes of attention operation j as `name@j`."""
-    work = op_work_exprs(pl.col, only="attn")
-    per_op = keys.join(attn_ops.with_columns(pl.int_range(pl.len()).over("model_id").alias("_slot")), on="model_id", how="inner").select(
+def _attn_work_slots(keys: pl.LazyFrame, attn_ops: pl.DataFrame) -> tuple[pl.LazyFrame, int]:
+    """Per distinct `_attn_work` key: attention sums, and FLOPs/bytes of attention operation j as `name@j`.
+
+    The slot count is the most attention operations any model has; slots a
+    model does not use are null.
+    """
+    work = column_work_exprs("attn")
+    slotted = attn_ops.with_columns(pl.int_range(pl.len()).over("model_id").alias("_slot"))
+    slots = int(slotted["_slot"].max() or 0) + 1 if slotted.height else 0  # type: ignore[arg-type]
+    per_op = keys.join(slotted.lazy(), on="model_id", how="inner").select(
         "_attn_work",
         "_slot",
         "kv_replicated",
@@ -441,7 +455,6 @@ def _attn_work_slots(keys: pl.DataFrame, attn_ops: pl.DataFrame) -> tuple[pl.Dat
         pl.col("kv_read_bytes").sum().alias("a_kv_read_bytes"),
         pl.col("kv_write_bytes").sum().alias("a_kv_write_bytes"),
     )
-    slots = int(per_op["_slot"].max() or 0) + 1 if per_op.height else 0  # type: ignore[arg-type]
     for j in range(slots):
         part = per_op.filter(pl.col("_slot") == j).select(
             "_attn_work", *[pl.col(c).alias(f"{c}@{j}") for c in ("f", "wa", "kv", "kv_replicated", "kv_heads")]

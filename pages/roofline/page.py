@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 
-import altair as alt
 import polars as pl
 import streamlit as st
 
-from core.ceilings import ceiling, operation_table
-from core.charts import roofline_chart
+from core.ceilings import ceiling, ceilings_by_batch, operation_table
+from core.charts import roofline_spec
+from core.memo import memo
 from core.precisions import PEAK_PRECISIONS, default_compute, effective_compute
 from core.roofline import SWEEP_BATCHES, operating_points, plain_reading, roof_lines
 from core.tables import operations_display
@@ -81,7 +81,10 @@ b1.select_slider(
 play = b2.button("Play", icon=":material/play_arrow:", help="Sweep the batch from 1 to 1024 and watch the points move.", key="rf_play")
 
 sc = scenario(eff_bandwidth=eff_b, eff_compute=eff_c)
-result = ceiling(cat, sc)
+# what does not depend on the batch is computed once per scenario and shared across reruns and sessions
+at_batch_1 = sc.model_copy(update={"batch": 1})
+ladder = memo(ceilings_by_batch, cat, at_batch_1, tuple(SWEEP_BATCHES))
+result = ladder[sc.batch] if sc.batch in ladder else memo(ceiling, cat, sc)
 headline = st.empty()
 gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *others]))
 roofs = roof_lines(gpus, precisions or [result["compute_used"]], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute)
@@ -89,7 +92,7 @@ if calibration_factors():
     c3.caption(
         f"Calibrated model on (sidebar): bandwidth {sc.eff_bandwidth:.0%}, compute {sc.eff_compute:.0%}, {sc.overhead_s * 1e3:.2f} ms/step."
     )
-paths = operating_points(cat, sc, SWEEP_BATCHES)
+paths = memo(operating_points, cat, at_batch_1, tuple(SWEEP_BATCHES))
 title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {gpu_names[sc.gpu]} · weights {sc.weights}, KV {sc.kv}"
 chart_box, batch_label = st.empty(), st.empty()
 
@@ -98,12 +101,12 @@ def points_at(batch: int) -> pl.DataFrame:
     """Operating points at one batch (the paths already hold every power of two)."""
     if batch in SWEEP_BATCHES:
         return paths.filter(pl.col("batch") == batch)
-    return operating_points(cat, sc.model_copy(update={"batch": batch}))
+    return memo(operating_points, cat, sc.model_copy(update={"batch": batch}))
 
 
-def draw(batch: int) -> tuple[alt.LayerChart, pl.DataFrame]:
+def draw(batch: int) -> tuple[dict[str, object], pl.DataFrame]:
     pts = points_at(batch)
-    chart = roofline_chart(roofs, pts, paths, title=title, **({"width": 1080, "height": 620} if big else {}))
+    chart = roofline_spec(roofs, pts, paths, title=title, **({"width": 1080, "height": 620} if big else {}))
     show_chart(chart, chart_box)
     matmul = pts.filter(pl.col("point") == "decode matmul")["intensity"][0]
     batch_label.markdown(f"**Batch {batch}** · decode matmul at {matmul:.1f} FLOP/byte")
@@ -127,7 +130,7 @@ chart_exports(chart, "roofline")
 st.info(plain_reading(points, result), icon=":material/lightbulb:")
 
 st.subheader("Decode step, operation by operation")
-ops = operations_display(operation_table(cat, sc))
+ops = operations_display(memo(operation_table, cat, sc))
 st.dataframe(
     ops,
     hide_index=True,

@@ -47,7 +47,7 @@ EXPORTS = (
 )
 
 
-def chart_exports(chart: alt.TopLevelMixin, name: str) -> None:
+def chart_exports(chart: alt.TopLevelMixin | dict[str, object], name: str) -> None:
     """PNG and SVG download buttons rendering the same chart offline (vl-convert), side by side."""
     row = st.container(horizontal=True)
     slug = _slug(name)
@@ -63,9 +63,9 @@ def chart_exports(chart: alt.TopLevelMixin, name: str) -> None:
         )
 
 
-def show_chart(chart: alt.TopLevelMixin, target: object | None = None) -> None:
-    """Draw an Altair chart from its spec without re-validating it (the builders are tested)."""
-    spec = chart.to_dict(validate=False)
+def show_chart(chart: alt.TopLevelMixin | dict[str, object], target: object | None = None) -> None:
+    """Draw an Altair chart (or its spec dict) without re-validating it (the builders are tested)."""
+    spec = chart if isinstance(chart, dict) else chart.to_dict(validate=False)
     (target or st).vega_lite_chart(spec, width="content")  # type: ignore[attr-defined]
 
 

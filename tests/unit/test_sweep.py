@@ -56,7 +56,7 @@ def test_step_sums_equal_the_per_operation_table_summed(cat):
     from core.perfmodel import SUM_COLUMNS, operation_costs, operation_sums, step_sums
 
     grid = scenario_grid(
-        ["h100-sxm", "a100-80gb", "mi300x", "l4"],
+        ["h100-sxm", "a100-80gb-sxm", "mi300x", "l4"],
         ["llama-3.1-8b", "gemma-3-27b", "mixtral-8x7b", "deepseek-v3"],
         weights=["bf16", "fp8", "fp4"],
         batches=[1, 37, 1024],
