@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue import Catalogue, UnknownIdError
-from core.perfmodel import collect, operation_costs, step_sums, step_totals, with_precision_columns
+from core.perfmodel import collect, operation_costs, row_hash, step_sums, step_totals, with_precision_columns
 from core.precisions import FORMATS, default_compute
 from core.specs import Scenario
 
@@ -85,23 +85,26 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
     rows = scen.height
     spec = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
     roles = {
-        "decode": _step_key(
+        "decode": _step_fields(
             pl.col("model"), pl.col("batch"), pl.when(spec).then(pl.col("spec_draft_len") + 1).otherwise(1), pl.col("context"), False
         ),
-        "prefill": _step_key(pl.col("model"), pl.lit(1), pl.col("prompt"), pl.lit(0), True),
-        "draft": _step_key(pl.col("spec_draft_model"), pl.col("batch"), pl.lit(1), pl.col("context"), False),
+        "prefill": _step_fields(pl.col("model"), pl.lit(1), pl.col("prompt"), pl.lit(0), True),
+        "draft": _step_fields(pl.col("spec_draft_model"), pl.col("batch"), pl.lit(1), pl.col("context"), False),
     }
     # decode steps are one per scenario, in scenario order; prefill and draft steps repeat
-    # across a sweep, so each distinct one is evaluated once (keyed by the hash of its key)
-    keyed = scen.with_columns(*[key.hash().alias(f"{role}_step_id") for role, key in roles.items() if role != "decode"])
-    decode_steps = scen.select(pl.col("scenario_id").cast(pl.UInt64).alias("step_id"), roles["decode"].alias("k")).unnest("k")
+    # across a sweep, so each distinct one is evaluated once (keyed by a hash of its key)
+    drafts = bool(scen.select(spec.any()).item())
+    keyed = scen.with_columns(
+        row_hash(roles["prefill"]).alias("prefill_step_id"),
+        (row_hash(roles["draft"]) if drafts else pl.lit(None, dtype=pl.UInt64)).alias("draft_step_id"),
+    )
+    decode_steps = scen.select(pl.col("scenario_id").cast(pl.UInt64).alias("step_id"), *roles["decode"])
     shared_steps = pl.concat(
         [
-            keyed.filter(spec if role == "draft" else pl.lit(True)).select(pl.col(f"{role}_step_id").alias("step_id"), key.alias("k"))
-            for role, key in roles.items()
-            if role != "decode"
+            keyed.filter(spec if role == "draft" else pl.lit(True)).select(pl.col(f"{role}_step_id").alias("step_id"), *roles[role])
+            for role in (("prefill", "draft") if drafts else ("prefill",))
         ]
-    ).unique("step_id")
+    ).unique("step_id", maintain_order=True)
     step_cols = [
         "step_time_s",
         "flops",
@@ -120,7 +123,6 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
         "bandwidth_bytes_per_s",
     ]
     # one evaluation for every step: decode steps first (in scenario order), then the shared ones
-    shared_steps = shared_steps.unnest("k")
     steps = pl.concat([decode_steps, shared_steps])
     results = collect(step_results(cat, steps), steps.height)
     if not results["step_id"].equals(steps["step_id"]):  # step_results keeps the order; never trust it silently
@@ -128,29 +130,42 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
     decode, shared = results.head(rows), results.tail(shared_steps.height).lazy()
     lf = pl.concat([keyed, decode.select([pl.col(c).alias(f"decode_{c}") for c in step_cols])], how="horizontal").lazy()
     for role, cols in {"prefill": ["step_time_s", "flops", "bytes", "intensity", "bound"], "draft": ["step_time_s"]}.items():
+        if role == "draft" and not drafts:
+            lf = lf.with_columns(pl.lit(None, dtype=pl.Float64).alias("draft_step_time_s"))
+            continue
         lf = lf.join(
             shared.select(pl.col("step_id").alias(f"{role}_step_id"), *[pl.col(c).alias(f"{role}_{c}") for c in cols]),
             on=f"{role}_step_id",
             how="left",
             maintain_order="left",
         )
-    labels = cat.compute_pairs.lazy().select(
-        pl.col("gpu_id").alias("gpu"),
-        "compute",
+    # what the accelerator and the compute format decide, joined once on a hash of the pair
+    gpu_side = cat.compute_pairs.join(
+        cat.gpus.select(pl.col("id").alias("gpu_id"), "memory_bytes", "power_w", pl.col("name").alias("gpu_name"), "list_price_usd"),
+        on="gpu_id",
+        how="left",
+    ).select(
+        row_hash(["gpu_id", "compute"]).alias("_gpu_compute"),
         pl.col("compute_used").alias("decode_compute_used"),
         pl.col("compute_flag").alias("decode_compute_flag"),
+        "memory_bytes",
+        "power_w",
+        "gpu_name",
+        "list_price_usd",
     )
-    lf = lf.join(labels, on=["gpu", "compute"], how="left", maintain_order="left")
-    out = _finish(_with_memory(cat, lf))
+    lf = lf.with_columns(row_hash(["gpu", "compute"]).alias("_gpu_compute")).join(
+        gpu_side.lazy(), on="_gpu_compute", how="left", maintain_order="left"
+    )
+    out = _finish(_with_memory(cat, lf, drafts=drafts))
     wanted = set(columns) if columns else None
     if wanted is None or "flags" in wanted:
         out = _with_flags(out)
-    return collect(out.select(columns) if columns else out, rows)
+    return collect(out.select(columns) if columns else out.select(pl.exclude("^_.*$")), rows)
 
 
-def _step_key(model: pl.Expr, batch: pl.Expr, q: pl.Expr, cached: pl.Expr, prefill: bool) -> pl.Expr:
-    """The struct of _STEP_KEY columns that identifies one step of a scenario."""
-    return pl.struct(
+def _step_fields(model: pl.Expr, batch: pl.Expr, q: pl.Expr, cached: pl.Expr, prefill: bool) -> list[pl.Expr]:
+    """The _STEP_KEY columns of one step of a scenario, as expressions on the scenario frame."""
+    return [
         pl.col("gpu").alias("gpu_id"),
         model.cast(pl.String).alias("model_id"),
         pl.col("num_gpus").cast(pl.Int64),
@@ -165,7 +180,7 @@ def _step_key(model: pl.Expr, batch: pl.Expr, q: pl.Expr, cached: pl.Expr, prefi
         pl.col("eff_compute").cast(pl.Float64),
         pl.col("flash_attention").alias("flash"),
         pl.col("overhead_s").cast(pl.Float64),
-    )
+    ]
 
 
 def step_results(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -241,50 +256,60 @@ def _steps_with_hardware(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame, *, 
     `labels=False` leaves out the text columns (compute_used, compute_flag),
     which a sweep attaches once per scenario instead of once per step.
     """
-    # the effective peak depends on (accelerator, compute format) only: resolved once per catalogue
-    pairs = cat.compute_pairs.lazy()
-    if not labels:
-        pairs = pairs.drop("compute_used", "compute_flag")
+    # the effective peak depends on (accelerator, compute format) only: resolved once per catalogue,
+    # with the accelerator's other figures, and joined on a hash of the pair
+    pairs = cat.compute_pairs.join(cat.hardware, on="gpu_id", how="left").with_columns(
+        row_hash(["gpu_id", "compute"]).alias("_gpu_compute")
+    )
+    pairs = pairs.drop("gpu_id", "compute", *(() if labels else ("compute_used", "compute_flag")))
     return (
         with_precision_columns(steps)
-        .join(cat.hardware.lazy(), on="gpu_id", how="left", maintain_order="left")
-        .join(pairs, on=["gpu_id", "compute"], how="left", maintain_order="left")
+        .with_columns(row_hash(["gpu_id", "compute"]).alias("_gpu_compute"))
+        .join(pairs.lazy(), on="_gpu_compute", how="left", maintain_order="left")
         .join(cat.shapes.lazy(), on="model_id", how="left", maintain_order="left")
+        .drop("_gpu_compute")
     )
 
 
-def _with_memory(cat: Catalogue, out: pl.LazyFrame) -> pl.LazyFrame:
-    """Weights, KV cache and reserve against num_gpus x memory; max batch; fewest GPUs."""
+def _with_memory(cat: Catalogue, out: pl.LazyFrame, *, drafts: bool = True) -> pl.LazyFrame:
+    """Weights, KV cache and reserve against num_gpus x memory; max batch; fewest GPUs.
+
+    `out` carries the accelerator's memory_bytes; `drafts=False` says no
+    scenario has a draft model (its parameters are then not looked up).
+    """
     wb = {k: f.bytes for k, f in FORMATS.items()}
     attn = cat.attn_ops.lazy().select("model_id", "layers", "kv_elems", "window", "kv_replicated", "kv_heads")
     ctx = pl.col("context").cast(pl.Float64)
     held = pl.when(pl.col("window") > 0).then(pl.min_horizontal(ctx, pl.col("window"))).otherwise(ctx)
-    # KV held per sequence depends on the model and the context only
-    kv_seq = (
-        out.select(pl.col("model").alias("model_id"), "context")
-        .unique()
+    params = cat.models.lazy().select(pl.col("id").alias("model_id"), pl.col("total_params"))
+    # KV held per sequence depends on the model and the context only: once per distinct pair
+    out = out.with_columns(row_hash(["model", "context"]).alias("_model_context"))
+    per_model = (
+        out.select("_model_context", pl.col("model").alias("model_id"), "context")
+        .unique("_model_context")
         .join(attn, on="model_id", how="inner")
-        .group_by(pl.col("model_id").alias("model"), "context")
+        .group_by("_model_context", "model_id")
         .agg(
             (pl.col("layers") * pl.col("kv_elems") * held).sum().alias("kv_elems_per_seq"),
             pl.col("kv_replicated").max().alias("kv_replicated"),
             pl.col("kv_heads").min().alias("kv_heads"),
         )
+        .join(params, on="model_id", how="left")
+        .drop("model_id")
     )
-    params = cat.models.lazy().select(pl.col("id").alias("model"), pl.col("total_params"))
-    draft_params = cat.models.lazy().select(pl.col("id").alias("spec_draft_model"), pl.col("total_params").alias("draft_params"))
-    gpus = cat.gpus.lazy().select(pl.col("id").alias("gpu"), "memory_bytes", "power_w", pl.col("name").alias("gpu_name"), "list_price_usd")
     n = pl.col("num_gpus").cast(pl.Float64)
     w_bytes = pl.col("weights").replace_strict(wb, return_dtype=pl.Float64)
     kv_bytes = pl.col("kv").replace_strict(wb, return_dtype=pl.Float64)
     uses_draft = (pl.col("spec_draft_len") > 0) & pl.col("spec_draft_model").is_not_null()
     shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
+    out = out.join(per_model, on="_model_context", how="left", maintain_order="left")
+    if drafts:
+        draft_params = cat.models.lazy().select(pl.col("id").alias("spec_draft_model"), pl.col("total_params").alias("draft_params"))
+        out = out.join(draft_params, on="spec_draft_model", how="left", maintain_order="left")
+    else:
+        out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias("draft_params"))
     return (
-        out.join(kv_seq, on=["model", "context"], how="left", maintain_order="left")
-        .join(params.lazy(), on="model", how="left", maintain_order="left")
-        .join(draft_params.lazy(), on="spec_draft_model", how="left", maintain_order="left")
-        .join(gpus.lazy(), on="gpu", how="left", maintain_order="left")
-        .with_columns(
+        out.with_columns(
             (pl.col("total_params") * w_bytes + pl.when(uses_draft).then(pl.col("draft_params") * w_bytes).otherwise(0.0)).alias(
                 "weight_memory_bytes"
             ),
@@ -390,13 +415,7 @@ def _with_flags(out: pl.LazyFrame) -> pl.LazyFrame:
         .then(pl.lit("speculative decoding ignored: no draft model"))
         .otherwise(None),
     ).list.drop_nulls()
-    key = pl.struct(
-        "decode_compute_flag",
-        "decode_comm_flag",
-        "fits",
-        (pl.col("spec_draft_len") > 0).alias("spec"),
-        pl.col("spec_draft_model").is_null().alias("no_draft"),
-    ).hash()
+    key = row_hash(["decode_compute_flag", "decode_comm_flag", "fits", pl.col("spec_draft_len") > 0, pl.col("spec_draft_model").is_null()])
     keyed = out.with_columns(key.alias("_flags_key"))
     table = keyed.select("_flags_key", *causes).unique("_flags_key").select("_flags_key", flags.alias("flags"))
     return keyed.join(table, on="_flags_key", how="left", maintain_order="left").drop("_flags_key")
