@@ -1,25 +1,42 @@
-"""Load: N browser sessions using every page at once against one server, half of them uploading files.
+"""Load: N sessions using every page at once against one server, some of them uploading files.
 
-One Chromium (Playwright, async), N browser contexts (each its own Streamlit
-session) against one `serve.py` server on 127.0.0.1 with a fresh store.
-Each session cycles through every page by the sidebar navigation; the
-uploading sessions import a different generated CSV on the measured page
-each round. A rerun is timed from the action (click, upload) until the
-app's script state is back to notRunning (counted by a MutationObserver,
-so no sleeps and no race). Afterwards: every uploaded file is a dataset
-holding exactly its rows, and no session saw an exception or error alert.
+One `serve.py` server on 127.0.0.1 with a fresh store; N sessions for a
+fixed time. Each session cycles through every page (as a sidebar link
+click does) and changes one control on each page (a scripted value per
+page: a slider, radio, selectbox, number or text box; the sidebar batch on
+the overview); the uploading sessions start on the measured page and, each
+round, upload a different generated CSV there, name it and press Import.
+Afterwards: every uploaded file is a dataset holding exactly its rows, and
+no session saw an exception or error alert.
 
-    .venv/bin/python benchmarks/load.py                      # 6 sessions (3 uploading), 30 s: sized for a 2-core machine
+Two ways to drive a session:
+
+- `--mode ws` (default): one Streamlit websocket per session, speaking the
+  frontend's protocol (benchmarks/stclient.py): rerun_script BackMsgs with
+  the page script hash and widget states, uploads by file_urls_request +
+  HTTP PUT with the XSRF token (XSRF protection stays on). A rerun is timed
+  from the send until its script_finished message. Nothing is rendered, so
+  the figures are the server's; 16 sessions fit on a 2-core machine.
+- `--mode browser`: one Chromium (Playwright), one browser context per
+  session, clicking the sidebar links and the widgets; a rerun is timed from
+  the action until the page's script state is back to notRunning. Chromium's
+  rendering shares the cores with the server, so these times include it.
+
+    .venv/bin/python benchmarks/load.py                      # 6 sessions (3 uploading), 30 s
     .venv/bin/python benchmarks/load.py --full               # the issue's 16 sessions (8 uploading), 60 s
-    .venv/bin/python benchmarks/load.py --sessions 4 --seconds 10
+    .venv/bin/python benchmarks/load.py --sessions 4 --seconds 10 --mode browser
 
-Exit status 1 when a check fails. Nothing leaves the loopback interface.
+Prints sessions, duration, reruns, median / p95 / max rerun time (and per
+kind), imports, datasets stored whole, errors. Exit status 1 when a check
+fails. Nothing leaves the loopback interface.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -30,6 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.stclient import StClient, finished_run  # noqa: E402
 from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
 
 PAGES = {
@@ -43,16 +61,18 @@ PAGES = {
     "catalogue": "Catalogue",
     "measured": "Measured vs predicted",
 }
-ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
-COUNT_RUNS = """
-window.__runs = 0;
-new MutationObserver((records) => {
-  for (const r of records) {
-    if (r.attributeName === 'data-test-script-state' && r.target.getAttribute('data-test-script-state') === 'notRunning') window.__runs++;
-  }
-}).observe(document, {attributes: true, subtree: true, attributeFilter: ['data-test-script-state']});
-"""
-READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+# one control per page and the values a session steps through, one per visit (all valid for the app)
+CONTROLS: dict[str, tuple[str, list[Any]]] = {
+    "overview": ("sc_batch", [8, 64, 1, 256]),
+    "roofline": ("rf_eff_b", [[0.8], [0.6], [1.0]]),
+    "ridges": ("rd_precision", ["fp8", "fp4", "bf16"]),
+    "tour": ("tour_step", ["3. The ridge", "5. Batching is free until the ridge", "1. Arithmetic intensity"]),
+    "calculator": ("calc_k", [4, 2, 0]),
+    "compare": ("cmp_sort", ["tokens/s per user", "tokens/s per W", "tokens/s total"]),
+    "sweep": ("sw_bound", ["memory", "compute", "any"]),
+    "catalogue": ("cat_gpu_search", ["H100", "MI3", ""]),
+    "measured": ("sc_context", [8192, 32768, 4096]),
+}
 
 
 def make_csv(session: int, round_: int, rows: int) -> bytes:
@@ -65,23 +85,145 @@ def make_csv(session: int, round_: int, rows: int) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-async def timed(page: Any, action: Any) -> float:
-    """Run an action and wait until the script has finished a run started after it; the seconds taken."""
-    before = await page.evaluate("window.__runs")
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank q-quantile (0 < q <= 1) of the values: the smallest value with at least q of them at or below it."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 1))  # ceil(n q)
+    return ordered[int(rank) - 1]
+
+
+def new_out() -> dict[str, Any]:
+    return {"times": [], "kinds": {}, "errors": [], "uploaded": {}, "import_s": [], "put_s": [], "actions": 0, "slowest": []}
+
+
+def record(out: dict[str, Any], kind: str, seconds: float, where: str = "") -> None:
+    out["times"].append(seconds)
+    out["slowest"] = sorted([*out["slowest"], (seconds, kind, where)], reverse=True)[:5]
+    out["kinds"].setdefault(kind, []).append(seconds)
+    out["actions"] += 1
+
+
+# -- websocket sessions ---------------------------------------------------------------------------
+async def ws_session(server: Server, n: int, uploads: bool, until: float, rows: int, out: dict[str, Any], timeout: float) -> None:
+    """One websocket session: every page in turn, a control changed on each; uploaders import a new CSV each round."""
+    client = StClient(server.url(""), timeout=timeout)
+    where = f"session {n}"
+    try:
+        record(out, "first load", (await client.open()).seconds, where)
+        names = list(PAGES)
+        k = names.index("measured") if uploads else n % (len(names) - 1) + 1
+        visit = 0
+        round_ = 0
+        while time.monotonic() < until:
+            for name in names[k:] + names[:k]:
+                if time.monotonic() >= until:
+                    break
+                where = f"session {n} on {name}"
+                record(out, "page change", (await client.goto("" if name == "overview" else name)).seconds, where)
+                if name == "measured" and uploads:
+                    round_ += 1
+                    label = f"load s{n} r{round_}"
+                    data = make_csv(n, round_, rows)
+                    t0 = time.perf_counter()
+                    run = await client.upload("ms_upload", f"load-s{n}-r{round_}.csv", data)
+                    out["put_s"].append(time.perf_counter() - t0 - run.seconds)
+                    record(out, "upload", run.seconds, where)
+                    record(out, "control", (await client.set("ms_name", label)).seconds, where)
+                    run = await client.click("ms_import")
+                    record(out, "import", run.seconds, where)
+                    out["import_s"].append(run.seconds)
+                    if not any(text.endswith(f"as {label}.") for text in run.success_texts()):
+                        out["errors"].append(f"{where}: import of {label!r} not confirmed; alerts: {run.alerts[:3]}")
+                    else:
+                        out["uploaded"][label] = rows
+                else:
+                    key, values = CONTROLS[name]
+                    record(out, "control", (await client.set(key, values[visit % len(values)])).seconds, where)
+            visit += 1
+    except Exception as exc:  # a timeout, a lost connection or a refused request counts as an error the session saw
+        out["errors"].append(f"{where}: {type(exc).__name__}: {str(exc)[:800]}")
+    finally:
+        out["errors"].extend(f"session {n}: {p[:300]}" for p in client.problems)
+        await client.close()
+
+
+async def ws_run(server: Server, sessions: int, uploaders: int, seconds: float, rows: int, out: dict[str, Any], timeout: float) -> float:
+    until = time.monotonic() + seconds
+    t0 = time.monotonic()
+    await asyncio.gather(*(ws_session(server, n, n < uploaders, until, rows, out, timeout) for n in range(sessions)))
+    return time.monotonic() - t0
+
+
+# -- browser sessions -----------------------------------------------------------------------------
+ERRORS = "[data-testid='stException'], [data-testid='stAlertContentError']"
+READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+
+class RunCounter:
+    """Counts the runs a page's app has finished, from the ForwardMsgs on the page's own websocket.
+
+    (Counting changes of the app's `data-test-script-state` attribute misses
+    runs: when the browser is busy, a fast run's messages are all handled
+    before React renders, so the attribute goes from notRunning to
+    notRunning and no mutation is seen; the wait then timed out.)
+    """
+
+    def __init__(self, page: Any) -> None:
+        self.finished = 0
+        self.changed = asyncio.Event()
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload: str | bytes) -> None:
+        if isinstance(payload, bytes) and finished_run(payload):
+            self.finished += 1
+            self.changed.set()
+
+    async def wait_beyond(self, count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while self.finished <= count:
+            self.changed.clear()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no run finished within {timeout:.0f} s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), left)
+
+
+async def timed(page: Any, runs: RunCounter, action: Any, timeout: float) -> float:
+    """Run an action and wait until a run started after it has finished and the page shows it; the seconds taken."""
+    before = runs.finished
     t0 = time.perf_counter()
     await action()
-    await page.wait_for_function(f"window.__runs > {before}", timeout=120_000)
-    await page.wait_for_selector(READY, timeout=120_000)
+    await runs.wait_beyond(before, timeout)
+    await page.wait_for_selector(READY, timeout=timeout * 1000)
     return time.perf_counter() - t0
 
 
-async def session(browser: Any, server: Server, n: int, uploads: bool, until: float, rows: int, out: dict[str, Any], tmp: Path) -> None:
+async def browser_session(
+    browser: Any, server: Server, n: int, uploads: bool, until: float, rows: int, out: dict[str, Any], tmp: Path, timeout: float
+) -> None:
     ctx = await browser.new_context(viewport={"width": 1400, "height": 1000})
-    await ctx.add_init_script(COUNT_RUNS)
     page = await ctx.new_page()
+    runs = RunCounter(page)
+    # what the page did, for diagnosing a wait that times out: loads, websockets, console errors
+    events: list[str] = []
+    t_start = time.monotonic()
+
+    def note(text: str) -> None:
+        events.append(f"{time.monotonic() - t_start:.1f}s {text}")
+
+    page.on("framenavigated", lambda f: note(f"navigated {f.url}") if f == page.main_frame else None)
+    page.on("load", lambda _: note("load"))
+    page.on("console", lambda m: note(f"console {m.type}: {m.text[:200]}") if m.type in ("error", "warning") else None)
+    page.on("websocket", lambda ws: (note(f"websocket open {ws.url}"), ws.on("close", lambda _: note("websocket closed"))))
+    where = f"session {n}, first load"
     try:
+        t0 = time.perf_counter()
         await page.goto(server.url(""))
-        await page.wait_for_selector(READY, timeout=120_000)
+        await page.wait_for_selector(READY, timeout=timeout * 1000)
+        record(out, "first load", time.perf_counter() - t0, f"session {n}")
         round_ = 0
         while time.monotonic() < until:
             names = list(PAGES)
@@ -90,80 +232,143 @@ async def session(browser: Any, server: Server, n: int, uploads: bool, until: fl
             for name in names[k:] + names[:k]:
                 if time.monotonic() >= until:
                     break
+                where = f"session {n}, page change to {name}"
+                note(f"click link to {name}")
                 link = page.locator(f"a[data-testid='stSidebarNavLink'][href$='/{'' if name == 'overview' else name}']")
-                out["times"].append(await timed(page, lambda link=link: link.click()))
-                out["actions"] += 1
+                record(out, "page change", await timed(page, runs, lambda link=link: link.click(), timeout), f"session {n} on {name}")
                 if name == "measured" and uploads:
                     round_ += 1
                     label = f"load s{n} r{round_}"
                     path = tmp / f"load-s{n}-r{round_}.csv"
                     path.write_bytes(make_csv(n, round_, rows))
                     uploader = page.locator("[data-testid='stFileUploaderDropzoneInput']")
-                    out["times"].append(await timed(page, lambda u=uploader, p=path: u.set_input_files(str(p))))
+                    where = f"session {n}, upload on {name}"
+                    note("upload")
+                    record(
+                        out,
+                        "upload",
+                        await timed(page, runs, lambda u=uploader, p=path: u.set_input_files(str(p)), timeout),
+                        f"session {n} on {name}",
+                    )
                     box = page.get_by_role("textbox", name="Dataset name")
                     await box.fill(label)
-                    out["times"].append(await timed(page, lambda b=box: b.press("Enter")))
+                    where = f"session {n}, name + Enter on {name}"
+                    note("Enter")
+                    record(out, "control", await timed(page, runs, lambda b=box: b.press("Enter"), timeout), f"session {n} on {name}")
                     button = page.get_by_role("button", name="Import")
-                    t = await timed(page, lambda b=button: b.click())
-                    await page.get_by_text(f"as {label}").first.wait_for(timeout=120_000)
-                    out["times"].append(t)
-                    out["upload_times"].append(t)
+                    where = f"session {n}, Import on {name}"
+                    note("Import")
+                    t = await timed(page, runs, lambda b=button: b.click(), timeout)
+                    await page.get_by_text(f"as {label}").first.wait_for(timeout=timeout * 1000)
+                    record(out, "import", t, f"session {n} on {name}")
+                    out["import_s"].append(t)
                     out["uploaded"][label] = rows
-                    out["actions"] += 3
                 errors = await page.locator(ERRORS).all_inner_texts()
                 if errors:
                     out["errors"].append(f"session {n} on {name}: {errors[0][:300]}")
     except Exception as exc:  # a timeout or a crash of the page counts as an error the session saw
-        out["errors"].append(f"session {n}: {type(exc).__name__}: {str(exc)[:800]}")
+        state = "?"
+        with contextlib.suppress(Exception):
+            state = [
+                runs.finished,
+                *await page.evaluate(
+                    "[document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state'), location.href]"
+                ),
+            ]
+        out["errors"].append(
+            f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}; page now (runs, script state, url) {state}; "
+            f"last events: {events[-8:]}"
+        )
     finally:
         await ctx.close()
 
 
-async def run(sessions: int, uploaders: int, seconds: float, rows: int) -> int:
+async def browser_run(
+    server: Server, sessions: int, uploaders: int, seconds: float, rows: int, out: dict[str, Any], tmp: Path, timeout: float
+) -> float:
     from playwright.async_api import async_playwright
 
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        until = time.monotonic() + seconds
+        t0 = time.monotonic()
+        await asyncio.gather(*(browser_session(browser, server, n, n < uploaders, until, rows, out, tmp, timeout) for n in range(sessions)))
+        wall = time.monotonic() - t0
+        await browser.close()
+    return wall
+
+
+# -- checks and report ----------------------------------------------------------------------------
+def stored_datasets(db: Path, out: dict[str, Any]) -> dict[str, int]:
+    """name -> measurements of every dataset in the store; a dataset whose rows differ from its row_count is an error."""
     from core.importers import list_datasets
     from core.store import Store
 
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        server = Server(tmp / "load.duckdb")
-        out: dict[str, Any] = {"times": [], "upload_times": [], "errors": [], "uploaded": {}, "actions": 0}
-        try:
-            async with async_playwright() as pw:
-                browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-                until = time.monotonic() + seconds
-                t0 = time.monotonic()
-                await asyncio.gather(*(session(browser, server, n, n < uploaders, until, rows, out, tmp) for n in range(sessions)))
-                wall = time.monotonic() - t0
-                await browser.close()
-        finally:
-            server.stop()
-        store = Store(tmp / "load.duckdb")
-        ds = list_datasets(store)
+    store = Store(db)
+    try:
         stored = {}
-        for row in ds.iter_rows(named=True):
+        for row in list_datasets(store).iter_rows(named=True):
             got = store.query("dataset_measurements", dataset_id=row["id"]).height
             stored[row["name"]] = got
             if got != row["row_count"]:
                 out["errors"].append(f"dataset {row['name']!r}: {got} of {row['row_count']} rows")
-        missing = [k for k, v in out["uploaded"].items() if stored.get(k) != v]
+        return stored
+    finally:
         store.close()
 
-    for e in out["errors"][:5]:
-        print(f"  {e}")
-    times = sorted(out["times"]) or [float("nan")]
-    p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))] if times else float("nan")
-    print(f"{sessions} sessions ({uploaders} uploading) for {seconds:.0f} s (wall {wall:.0f} s) against one server on 127.0.0.1")
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ms(values: list[float]) -> str:
+    return f"median {statistics.median(values) * 1e3:.0f} ms  p95 {percentile(values, 0.95) * 1e3:.0f} ms  max {max(values) * 1e3:.0f} ms"
+
+
+async def run(mode: str, sessions: int, uploaders: int, seconds: float, rows: int, timeout: float) -> int:
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        db = tmp / "load.duckdb"
+        server = Server(db)
+        out = new_out()
+        server_cpu0, own_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+        try:
+            if mode == "ws":
+                wall = await ws_run(server, sessions, uploaders, seconds, rows, out, timeout)
+            else:
+                wall = await browser_run(server, sessions, uploaders, seconds, rows, out, tmp, timeout)
+            server_cpu, own_cpu = cpu_seconds(server.proc.pid) - server_cpu0, time.process_time() - own_cpu0
+        finally:
+            server.stop()
+        log = db.with_suffix(".log").read_text(errors="replace")
+        tracebacks = log.count("Traceback (most recent call last)")
+        if tracebacks:
+            out["errors"].append(f"server log: {tracebacks} traceback(s); first: {log[log.index('Traceback') :][:600]}")
+        stored = stored_datasets(db, out)
+    missing = [k for k, v in out["uploaded"].items() if stored.get(k) != v]
+
+    times = out["times"]
     print(
-        f"reruns timed: {len(times)}  median {statistics.median(times) * 1e3:.0f} ms  p95 {p95 * 1e3:.0f} ms  max {times[-1] * 1e3:.0f} ms"
+        f"mode {mode}: {sessions} sessions ({uploaders} uploading) for {seconds:.0f} s (wall {wall:.0f} s) against one server on 127.0.0.1"
     )
-    if out["upload_times"]:
-        up = sorted(out["upload_times"])
-        print(f"imports: {len(up)}  median {statistics.median(up) * 1e3:.0f} ms  max {up[-1] * 1e3:.0f} ms")
-    print(f"datasets stored whole: {len(out['uploaded']) - len(missing)} of {len(out['uploaded'])} uploaded ({len(stored)} in the store)")
+    print(f"CPU used: server {server_cpu:.0f} s, this client process {own_cpu:.0f} s ({os.cpu_count()} cores, shared)")
+    if times:
+        print(f"reruns timed: {len(times)}  {ms(times)}")
+        for kind, values in out["kinds"].items():
+            print(f"  {kind:12s} {len(values):4d}  {ms(values)}")
+    else:
+        print("reruns timed: 0")
+    for seconds_, kind, where in out["slowest"]:
+        print(f"  slowest: {seconds_ * 1e3:.0f} ms, {kind}, {where}")
+    if out["import_s"]:
+        print(f"imports: {len(out['import_s'])} of {rows} rows each  {ms(out['import_s'])}")
+    if out["put_s"]:
+        print(f"upload HTTP PUT + file_urls round trip: {ms(out['put_s'])}")
+    print(f"datasets stored whole: {len(out['uploaded']) - len(missing)} of {len(out['uploaded'])} imported ({len(stored)} in the store)")
     print(f"errors seen by sessions: {len(out['errors'])}")
-    for e in out["errors"][:10]:
+    for e in out["errors"][:20]:
         print(f"  {e}")
     for m in missing[:10]:
         print(f"  missing or partial: {m}")
@@ -172,16 +377,18 @@ async def run(sessions: int, uploaders: int, seconds: float, rows: int) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=["ws", "browser"], default="ws", help="websocket clients (default) or Chromium pages")
     parser.add_argument("--sessions", type=int, default=6)
     parser.add_argument("--uploaders", type=int, help="sessions that upload (default: half)")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--rows", type=int, default=200, help="rows per uploaded CSV")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds one rerun may take before it counts as an error")
     parser.add_argument("--full", action="store_true", help="the issue's size: 16 sessions, 8 uploading, 60 s")
     args = parser.parse_args()
     if args.full:
         args.sessions, args.seconds = 16, 60
     uploaders = args.uploaders if args.uploaders is not None else args.sessions // 2
-    return asyncio.run(run(args.sessions, uploaders, args.seconds, args.rows))
+    return asyncio.run(run(args.mode, args.sessions, uploaders, args.seconds, args.rows, args.timeout))
 
 
 if __name__ == "__main__":
