@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.ceilings import ceiling
-from core.charts_planning import frontier_chart, memory_chart, step_breakdown_chart
-from core.planning import frontier, frontier_reading, memory_use, step_breakdown, what_if_display, what_ifs
+from core.memo import memo
 from core.units import duration, si
+from pages.calculator.figures import calculator_figures
 from pages.calculator.options import scenario_options
 from pages.shared.state import catalogue, current, scenario
-from pages.shared.ui import chart_exports, number_columns, table_download
+from pages.shared.ui import chart_exports, number_columns, show_chart, table_download
 
 st.title("Ceiling calculator")
 st.caption("Accelerator, GPUs, model, precisions, batch, context and prompt are in the sidebar; the options below refine the scenario.")
@@ -18,7 +17,8 @@ cat = catalogue()
 models = {m: r.name for m, r in cat.records.items()}
 
 sc = scenario(**scenario_options(cat, current()["model"]))
-r = ceiling(cat, sc)
+figures = memo(calculator_figures, cat, sc)
+r = figures["result"]
 gpu_name = r["gpu_name"]
 st.subheader(f"{models[sc.model]} on {sc.num_gpus} × {gpu_name} · batch {sc.batch}, context {sc.context:,}")
 fits = bool(r["fits"])
@@ -51,33 +51,29 @@ for flag in r["flags"]:
 left, right = st.columns(2)
 with left:
     st.markdown("**Where a decode cycle's time goes**")
-    bd_chart = step_breakdown_chart(step_breakdown(cat, sc, r), title=f"Decode cycle: {duration(r['cycle_time_s'])}", width=440)
-    st.altair_chart(bd_chart, width="content")
-    chart_exports(bd_chart, "step-breakdown")
+    show_chart(figures["breakdown"])
+    chart_exports(figures["breakdown"], "step-breakdown")
 with right:
     st.markdown("**Memory against capacity**")
-    mem_chart = memory_chart(memory_use(r), title=f"{si(r['memory_required_bytes'], 'B')} of {si(r['capacity_bytes'], 'B')}", width=440)
-    st.altair_chart(mem_chart, width="content")
-    chart_exports(mem_chart, "memory")
+    show_chart(figures["memory"])
+    chart_exports(figures["memory"], "memory")
     st.markdown(
         f"Largest batch at context {sc.context:,}: **{r['max_batch'] if r['max_batch'] is not None else 'no limit'}** · fewest GPUs for this model: **{r['min_gpus']}**"
     )
 
 st.subheader("Throughput against latency")
-front = frontier(cat, sc)
-if front.filter(front["fits"]).is_empty():
+if figures["frontier"] is None:
     st.info(
         "Nothing fits at any batch from 1 to 1,024: add GPUs, quantise the weights or the KV cache, or shorten the context.",
         icon=":material/memory:",
     )
 else:
-    fr_chart = frontier_chart(front, title="Each point is a decode batch; the curve stops where memory runs out")
-    st.altair_chart(fr_chart)
-    chart_exports(fr_chart, "frontier")
-st.caption(frontier_reading(cat, sc, front))
+    show_chart(figures["frontier"], width="stretch")
+    chart_exports(figures["frontier"], "frontier")
+st.caption(figures["frontier_reading"])
 
 st.subheader("What if: the three moves")
 st.caption("The same scenario with one lever applied at a time; × columns are the lever's figure over the current one.")
-table = what_if_display(what_ifs(cat, sc))
+table = figures["what_ifs"]
 st.dataframe(table, hide_index=True, key="calc_whatif", column_config=number_columns(table))
 table_download(table, "what-ifs")

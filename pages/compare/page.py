@@ -5,11 +5,12 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from core.charts_planning import comparison_bars
 from core.measurements import escape_markdown
-from core.purchase import SORT_KEYS, SORT_LABELS, compare_accelerators, comparison_display, comparison_reading, price_table
+from core.memo import memo
+from core.purchase import SORT_KEYS, SORT_LABELS, price_table
+from pages.compare.figures import compare_figures
 from pages.shared.state import catalogue, scenario
-from pages.shared.ui import chart_exports, number_columns, table_download
+from pages.shared.ui import chart_exports, number_columns, show_chart, table_download
 
 st.title("Compare accelerators")
 st.caption(
@@ -84,32 +85,31 @@ edited = st.data_editor(
 edited = edited if isinstance(edited, pl.DataFrame) else pl.from_pandas(edited)
 price_of = {**known, **dict(zip(edited["gpu"], edited["usd_per_gpu_hour"].fill_null(0.0), strict=True))}
 st.session_state["cmp_price_of"] = price_of
-table = compare_accelerators(
+goal = f"time per output token ≤ {tpot_ms:g} ms and time to first token ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
+figures = memo(
+    compare_figures,
     cat,
-    picked,
+    tuple(picked),
     sc,
     max_tpot_s=tpot_ms / 1e3 if targeted else None,
     max_ttft_s=ttft_s if targeted else None,
     prices=price_of,
     sort_by=sort_by,
+    title=f"{cat.model(sc.model).name}, {goal}",
 )
-goal = f"time per output token ≤ {tpot_ms:g} ms and time to first token ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
 )
-if (table["status"] == "ok").sum() == 0:
+if figures["met"] == 0:
     st.warning(
         "Nothing meets this target on any selected accelerator (up to 64 GPUs). Loosen the limits or pick other accelerators.",
         icon=":material/block:",
     )
-else:
-    reading = comparison_reading(table)
-    if reading:
-        st.info(reading, icon=":material/lightbulb:")
-shown = comparison_display(table)
+elif figures["reading"]:
+    st.info(figures["reading"], icon=":material/lightbulb:")
+shown = figures["shown"]
 st.dataframe(shown, hide_index=True, key="cmp_table", column_config=number_columns(shown))
 table_download(shown, "accelerator comparison")
-if (table["status"] == "ok").sum():
-    chart = comparison_bars(table, title=f"{cat.model(sc.model).name}, {goal}")
-    st.altair_chart(chart, width="content")
-    chart_exports(chart, "accelerator-comparison")
+if figures["chart"] is not None:
+    show_chart(figures["chart"])
+    chart_exports(figures["chart"], "accelerator-comparison")

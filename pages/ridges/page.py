@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.catalogue import filter_table
-from core.charts import ridge_bars, ridge_groups
-from core.roofline import decode_matmul_intensity, ridge_points, ridge_table
+from core.memo import memo
+from pages.ridges.figures import ridge_figures
 from pages.shared.state import catalogue, linked, page_param, presenting, scenario, split_list
 from pages.shared.ui import chart_exports, show_chart, table_download
 
@@ -36,11 +35,8 @@ forms = c3.multiselect("Form factor", sorted(cat.gpus["form_factor"].drop_nulls(
 years = c4.slider("Year", 2016, 2026, key="rd_year", help="Year of release or announcement.")
 for name, value in (("rd_precision", precision), ("rd_vendor", vendors), ("rd_form", forms), ("rd_year", years)):
     page_param(name, value)
-gpus = filter_table(cat.gpus, "", vendor=vendors, form_factor=forms)
-gpus = gpus.filter((gpus["year"] >= years[0]) & (gpus["year"] <= years[1]))
-
-intensity = decode_matmul_intensity(sc.batch, sc.weights)
-table = ridge_table(gpus, precision, sc.batch, sc.weights)
+figures = memo(ridge_figures, cat, precision, tuple(vendors), tuple(forms), tuple(years), sc.batch, sc.weights, big)
+table, intensity = figures["table"], figures["intensity"]
 if table.is_empty():
     st.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
     st.stop()
@@ -54,26 +50,12 @@ st.markdown(
     f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{intensity:,.0f} FLOP/byte**. "
     f"Compute-bound on **{n_compute}** of {table.height} accelerators."
 )
-chart = ridge_bars(table, intensity, title=f"Ridge points at {precision} (dense)", width=900 if big else 600)
-show_chart(chart)
-chart_exports(chart, f"ridges-{precision}")
-shown = table.select(
-    "name",
-    "vendor",
-    "year",
-    "precision",
-    (table["peak_flops"] / 1e12).alias("peak (TFLOP/s)"),
-    (table["bandwidth_bytes_per_s"] / 1e12).alias("bandwidth (TB/s)"),
-    table["ridge"].alias("ridge (FLOP/B)"),
-    "bound",
-    table["ridge_batch"].alias("batch to become compute-bound"),
-)
+show_chart(figures["chart"])
+chart_exports(figures["chart"], f"ridges-{precision}")
+shown = figures["shown"]
 st.dataframe(shown, hide_index=True, key="rd_table")
 table_download(shown, f"ridges {precision}")
 
 st.subheader("By precision")
-all_ridges = ridge_points(gpus)
-grouped = all_ridges.filter(all_ridges["precision"].is_in(["bf16", "fp8", "fp4"]))
-group_chart = ridge_groups(grouped, title="Ridge points by precision (bf16, fp8, fp4)")
-show_chart(group_chart)
-chart_exports(group_chart, "ridges-by-precision")
+show_chart(figures["groups"])
+chart_exports(figures["groups"], "ridges-by-precision")

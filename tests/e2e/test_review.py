@@ -68,6 +68,10 @@ def test_the_report_parses_as_html_and_holds_the_figures_on_screen(server, page,
     """The sidebar's report is one HTML document with the overview's headline figures, charts as SVG and sources."""
     page.goto(server.url("?gpu=h100-sxm&model=llama-3.1-70b&num_gpus=2&batch=8&context=1024"))
     wait_ready(page)
+    # the figures read below must be the linked scenario's, not a run from before the link applied
+    expect(page.get_by_role("heading", name=re.compile(r"Llama 3\.1 70B on 2 ×"))).to_be_visible()
+    expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("8")
+    wait_ready(page)
     metrics = page.locator("[data-testid='stMetric']")
     metrics.first.wait_for()
     on_screen = {}
