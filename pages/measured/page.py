@@ -5,13 +5,14 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from core.charts import empirical_roofs, measured_roofline_chart, throughput_batch_chart
-from core.importers import dataset_rows, list_datasets
-from core.measurements import batch_curves, calibrate, calibration_fits, compare, comparison_table
+from core.importers import list_datasets
+from core.measurements import calibration_fits
+from core.memo import memo
 from core.store import is_session_dataset
+from pages.measured.figures import MEMO_ROWS, measured_figures
 from pages.measured.forms import import_form, manage_dataset
 from pages.shared.state import catalogue, dataset_store, set_calibration
-from pages.shared.ui import chart_exports, table_download
+from pages.shared.ui import chart_exports, show_chart, table_download
 
 st.title("Measured vs predicted")
 st.caption(
@@ -38,15 +39,15 @@ info = datasets.filter(pl.col("id") == chosen).row(0, named=True)
 kept = " · kept in this browser session only, not saved" if is_session_dataset(chosen) else ""
 st.caption(f"{info['row_count']:,} measurements · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}{kept}")
 manage_dataset(db, chosen, names[chosen])
-rows = dataset_rows(db, chosen)
 calibrated = st.toggle(
     "Calibrate",
     value=True,
     key="ms_calibrate",
     help="Fit, per accelerator, a bandwidth efficiency, a compute efficiency and a per-step overhead.",
 )
-cal = calibrate(cat, rows) if calibrated else None
-cmp = compare(cat, rows, cal)
+args = (cat, db, chosen, info["imported_at"], calibrated)
+figures = memo(measured_figures, *args) if info["row_count"] <= MEMO_ROWS else measured_figures(*args)
+cal, cmp = figures["cal"], figures["cmp"]
 
 above = cmp.filter(pl.col("status") == "above ceiling")
 m1, m2, m3, m4 = st.columns(4)
@@ -62,25 +63,19 @@ if above.height:
         icon=":material/warning:",
     )
 
-table = comparison_table(cmp)
+table = figures["table"]
 st.dataframe(
     table, hide_index=True, key="ms_table", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[11:18]}
 )
 table_download(table, f"measured vs predicted {names[chosen]}", key="ms_csv")
 
-precisions = sorted(set(cmp["compute_used"].drop_nulls().to_list())) or ["bf16"]
-gpus = cat.gpus.filter(pl.col("id").is_in(cmp["gpu"].unique().to_list()))
-roofs = empirical_roofs(gpus, precisions, cal if cal is not None else pl.DataFrame())
-roof_chart = measured_roofline_chart(roofs, cmp, title="Measured points (filled) beside their predicted operating points (rings)")
-st.altair_chart(roof_chart)
-chart_exports(roof_chart, "measured-roofline")
-curves = batch_curves(cat, rows, cal)
-if curves.is_empty():
+show_chart(figures["roof_chart"], width="stretch")
+chart_exports(figures["roof_chart"], "measured-roofline")
+if figures["batch_chart"] is None:
     st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
 else:
-    batch_chart = throughput_batch_chart(curves, cmp, title="Tokens/s against batch: predicted ceiling, calibrated model, measured")
-    st.altair_chart(batch_chart)
-    chart_exports(batch_chart, "measured-throughput-batch")
+    show_chart(figures["batch_chart"], width="stretch")
+    chart_exports(figures["batch_chart"], "measured-throughput-batch")
 
 st.subheader("Calibration")
 if cal is None or cal.is_empty():
