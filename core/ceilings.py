@@ -36,23 +36,6 @@ SCENARIO_DEFAULTS: dict[str, Any] = {
     name: field.default for name, field in Scenario.model_fields.items() if field.default is not None or name == "compute"
 }
 
-_STEP_KEY = (
-    "gpu_id",
-    "model_id",
-    "num_gpus",
-    "weights",
-    "compute",
-    "kv",
-    "batch",
-    "q",
-    "cached",
-    "prefill",
-    "eff_bandwidth",
-    "eff_compute",
-    "flash",
-    "overhead_s",
-)
-
 
 def scenario_frame(scenarios: Sequence[Scenario] | pl.DataFrame) -> pl.DataFrame:
     """Normalise scenarios into a frame with every Scenario column and a scenario_id."""
@@ -164,7 +147,7 @@ def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, colum
 
 
 def _step_fields(model: pl.Expr, batch: pl.Expr, q: pl.Expr, cached: pl.Expr, prefill: bool) -> list[pl.Expr]:
-    """The _STEP_KEY columns of one step of a scenario, as expressions on the scenario frame."""
+    """The columns that identify one step of a scenario (STEP_COLUMNS less step_id), as expressions on the scenario frame."""
     return [
         pl.col("gpu").alias("gpu_id"),
         model.cast(pl.String).alias("model_id"),

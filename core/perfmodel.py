@@ -15,7 +15,7 @@ and KV bytes by how far tensor parallelism can shard the cache.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -65,11 +65,6 @@ def row_hash(exprs: Sequence[pl.Expr | str]) -> pl.Expr:
         h = (pl.col(e) if isinstance(e, str) else e).hash(seed=seed)
         out = h if out is None else out ^ h
     return out if out is not None else pl.lit(0, dtype=pl.UInt64)
-
-
-def peak_columns() -> list[str]:
-    """The accelerator frame's dense-peak columns, `peak_<precision>` in FLOP/s."""
-    return [f"peak_{p}" for p in PEAK_PRECISIONS]
 
 
 def with_precision_columns(steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyFrame:
@@ -130,31 +125,15 @@ def visible(tokens: pl.Expr, window: pl.Expr) -> pl.Expr:
     return pl.when(window > 0).then(pl.min_horizontal(tokens, window)).otherwise(tokens)
 
 
-#: Operation-table columns the cost formulas read.
-OP_COLUMNS = (
-    "kind",
-    "layers",
-    "params",
-    "in_dim",
-    "out_dim",
-    "experts",
-    "top_k",
-    "heads",
-    "kv_elems",
-    "pair_flops_decode",
-    "pair_flops_prefill",
-    "window",
-    "kv_replicated",
-    "kv_heads",
-)
-
-
-def op_work_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> dict[str, pl.Expr]:
+@functools.cache
+def op_work_exprs(only: str | None = None) -> dict[str, pl.Expr]:
     """The work of one operation as expressions: FLOPs and HBM bytes by kind, all GPUs together.
 
-    `c(name)` gives the operation's column `name` (OP_COLUMNS); step columns
-    (batch, q, cached, prefill, flash, num_gpus, w_bytes, kv_bytes_el,
-    act_bytes, peak_flops, bandwidth_bytes_per_s, eff_*) are read directly.
+    Over a frame of (step, operation) rows: the operation's columns (kind,
+    layers, params, in_dim, out_dim, experts, top_k, heads, kv_elems,
+    pair_flops_*, window, kv_replicated, kv_heads) and the step's (batch, q,
+    cached, prefill, flash, num_gpus, w_bytes, kv_bytes_el, act_bytes).
+    Built once per `only` (expressions are immutable).
     `only="attn"` or `only="other"` says the operation is (or is not)
     attention, so the other kind's formulas are left out (same results).
     Every figure covers all the operation's layers; `kv_shard` is how many
@@ -164,63 +143,70 @@ def op_work_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> di
     b = pl.col("batch").cast(pl.Float64)
     q = pl.col("q").cast(pl.Float64)
     t = b * q
-    kind = c("kind")
+    kind = pl.col("kind")
     lm_tokens = pl.when(pl.col("prefill")).then(b).otherwise(t)
     tokens = pl.when(kind == "lm_head").then(lm_tokens).otherwise(t)
-    e = c("experts")
-    k = c("top_k")
+    e = pl.col("experts")
+    k = pl.col("top_k")
     distinct = e * (1.0 - (1.0 - k / e).pow(t))
-    pairs = windowed_pairs(pl.col("cached").cast(pl.Float64), q, c("window"))
-    pair_flops = pl.when(pl.col("prefill")).then(c("pair_flops_prefill")).otherwise(c("pair_flops_decode"))
+    pairs = windowed_pairs(pl.col("cached").cast(pl.Float64), q, pl.col("window"))
+    pair_flops = pl.when(pl.col("prefill")).then(pl.col("pair_flops_prefill")).otherwise(pl.col("pair_flops_decode"))
     act = pl.col("act_bytes")
     wb = pl.col("w_bytes")
-    in_out = c("in_dim") + c("out_dim")
+    in_out = pl.col("in_dim") + pl.col("out_dim")
 
     attn_flops = b * pairs * pair_flops
-    attn_act = t * in_out * act + pl.when(pl.col("flash")).then(0.0).otherwise(4.0 * b * c("heads") * pairs * act)
-    kv_el = c("kv_elems") * pl.col("kv_bytes_el")
-    attn_kv_read = b * visible(pl.col("cached").cast(pl.Float64) + q, c("window")) * kv_el
+    attn_act = t * in_out * act + pl.when(pl.col("flash")).then(0.0).otherwise(4.0 * b * pl.col("heads") * pairs * act)
+    kv_el = pl.col("kv_elems") * pl.col("kv_bytes_el")
+    attn_kv_read = b * visible(pl.col("cached").cast(pl.Float64) + q, pl.col("window")) * kv_el
     attn_kv_write = t * kv_el
     other_flops = (
         pl.when(kind.is_in(["matmul", "lm_head"]))
-        .then(2.0 * tokens * c("params"))
+        .then(2.0 * tokens * pl.col("params"))
         .when(kind == "moe")
-        .then(2.0 * t * k * c("params"))
+        .then(2.0 * t * k * pl.col("params"))
         .when(kind == "norm")
-        .then(4.0 * t * c("in_dim"))
+        .then(4.0 * t * pl.col("in_dim"))
         .otherwise(0.0)
     )
     other_weight = (
         pl.when(kind == "embed")
-        .then(pl.min_horizontal(t, c("params") / c("out_dim")) * c("out_dim") * wb)
+        .then(pl.min_horizontal(t, pl.col("params") / pl.col("out_dim")) * pl.col("out_dim") * wb)
         .when(kind == "moe")
-        .then(distinct * c("params") * wb)
-        .otherwise(c("params") * wb)
+        .then(distinct * pl.col("params") * wb)
+        .otherwise(pl.col("params") * wb)
     )
     other_act = (
         pl.when(kind == "moe")
         .then(t * k * in_out * act)
         .when(kind == "embed")
-        .then(t * c("out_dim") * act)
+        .then(t * pl.col("out_dim") * act)
         .when(kind == "norm")
-        .then(2.0 * t * c("in_dim") * act)
+        .then(2.0 * t * pl.col("in_dim") * act)
         .otherwise(tokens * in_out * act)
     )
     n = pl.col("num_gpus").cast(pl.Float64)
-    attn_shard = pl.when(c("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, c("kv_heads")))
+    attn_shard = pl.when(pl.col("kv_replicated") == 1).then(1.0).otherwise(pl.min_horizontal(n, pl.col("kv_heads")))
     is_attn = kind == "attn"
     if only == "attn":
-        flops, weight, act_total, kv_read, kv_write, shard = attn_flops, c("params") * wb, attn_act, attn_kv_read, attn_kv_write, attn_shard
+        flops, weight, act_total, kv_read, kv_write, shard = (
+            attn_flops,
+            pl.col("params") * wb,
+            attn_act,
+            attn_kv_read,
+            attn_kv_write,
+            attn_shard,
+        )
     elif only == "other":
         flops, weight, act_total, kv_read, kv_write, shard = other_flops, other_weight, other_act, pl.lit(0.0), pl.lit(0.0), pl.lit(1.0)
     else:
         flops = pl.when(is_attn).then(attn_flops).otherwise(other_flops)
-        weight = pl.when(is_attn).then(c("params") * wb).otherwise(other_weight)
+        weight = pl.when(is_attn).then(pl.col("params") * wb).otherwise(other_weight)
         act_total = pl.when(is_attn).then(attn_act).otherwise(other_act)
         kv_read = pl.when(is_attn).then(attn_kv_read).otherwise(0.0)
         kv_write = pl.when(is_attn).then(attn_kv_write).otherwise(0.0)
         shard = pl.when(is_attn).then(attn_shard).otherwise(1.0)
-    layers = c("layers").cast(pl.Float64)
+    layers = pl.col("layers").cast(pl.Float64)
     flops, weight, act_total, kv_read, kv_write = (x * layers for x in (flops, weight, act_total, kv_read, kv_write))
     return {
         "flops": flops,
@@ -232,15 +218,9 @@ def op_work_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> di
     }
 
 
-@functools.cache
-def column_work_exprs(only: str | None = None) -> dict[str, pl.Expr]:
-    """op_work_exprs over a long operation frame (the operation's columns by name); built once."""
-    return op_work_exprs(pl.col, only=only)
-
-
-def op_cost_exprs(c: Callable[[str], pl.Expr], *, only: str | None = None) -> dict[str, pl.Expr]:
+def op_cost_exprs(only: str | None = None) -> dict[str, pl.Expr]:
     """op_work_exprs plus total bytes and the per-GPU memory and compute times."""
-    work = column_work_exprs(only) if c is pl.col else op_work_exprs(c, only=only)
+    work = op_work_exprs(only)
     weight_act = work["weight_bytes"] + work["act_bytes_total"]
     kv = work["kv_read_bytes"] + work["kv_write_bytes"]
     n = pl.col("num_gpus").cast(pl.Float64)
@@ -274,7 +254,7 @@ def operation_costs(steps: pl.LazyFrame, ops: pl.LazyFrame, *, only: str | None 
     peak_flops and bandwidth_bytes_per_s (from the accelerator join);
     `only` as in op_cost_exprs.
     """
-    exprs = op_cost_exprs(pl.col, only=only)
+    exprs = op_cost_exprs(only)
     return (
         steps.join(ops, on="model_id", how="inner")
         .with_columns(**exprs)
@@ -390,7 +370,7 @@ def step_sums(steps: pl.LazyFrame, attn_ops: pl.DataFrame, other_ops: pl.DataFra
 def _other_op_sums(timing: pl.LazyFrame, frame: pl.LazyFrame, other_ops: pl.LazyFrame) -> pl.LazyFrame:
     """Sums over the operations other than attention, per distinct `_timing` key (see step_sums)."""
     n = pl.col("num_gpus").cast(pl.Float64)
-    work = column_work_exprs("other")
+    work = op_work_exprs("other")
     per_op = (
         frame.select("_other_work", *OTHER_WORK_INPUTS)
         .unique("_other_work")
@@ -451,7 +431,7 @@ def _attn_work_slots(keys: pl.LazyFrame, attn_ops: pl.DataFrame) -> tuple[pl.Laz
     The slot count is the most attention operations any model has; slots a
     model does not use are null.
     """
-    work = column_work_exprs("attn")
+    work = op_work_exprs("attn")
     slotted = attn_ops.with_columns(pl.int_range(pl.len()).over("model_id").alias("_slot"))
     slots = int(slotted["_slot"].max() or 0) + 1 if slotted.height else 0  # type: ignore[arg-type]
     per_op = keys.join(slotted.lazy(), on="model_id", how="inner").select(
