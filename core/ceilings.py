@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue import Catalogue, UnknownIdError
-from core.perfmodel import collect, operation_costs, row_hash, step_sums, step_totals, with_precision_columns
+from core.perfmodel import TIMING_INPUTS, WORK_INPUTS, collect, operation_costs, row_hash, step_sums, step_totals, with_precision_columns
 from core.precisions import FORMATS, default_compute
 from core.specs import Scenario
 
@@ -170,8 +170,23 @@ def step_results(cat: Catalogue, steps: pl.DataFrame | pl.LazyFrame) -> pl.LazyF
     """Per distinct step: totals over operations (see core.perfmodel.step_totals).
 
     Work shared between steps is computed once (see core.perfmodel.step_sums).
+    The result keeps step_id and the figures, not the step's text columns
+    (accelerator, formats), which a caller already has.
     """
-    return step_totals(step_sums(_steps_with_hardware(cat, steps, labels=False), cat.attn_ops, cat.other_ops))
+    lf = _steps_with_hardware(cat, steps, labels=False).select(_TOTAL_INPUTS)
+    return step_totals(step_sums(lf, cat.attn_ops, cat.other_ops))
+
+
+#: The step columns step_sums and step_totals read (core.perfmodel).
+_TOTAL_INPUTS = (
+    "step_id",
+    *WORK_INPUTS,
+    *(c for c in TIMING_INPUTS if c not in WORK_INPUTS),
+    "overhead_s",
+    "scaleup_bytes_per_s",
+    "num_layers",
+    "hidden_size",
+)
 
 
 def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode") -> pl.DataFrame:

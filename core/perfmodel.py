@@ -274,6 +274,8 @@ WORK_INPUTS = ("model_id", "batch", "q", "cached", "prefill", "flash", "w_bytes"
 #: Of those, the ones attention ignores leave the other operations' work unchanged too: the
 #: other operations depend on neither the cache (cached, kv format) nor fusion.
 OTHER_WORK_INPUTS = ("model_id", "batch", "q", "prefill", "w_bytes", "act_bytes")
+#: Step columns that turn work into time.
+TIMING_INPUTS = ("num_gpus", "peak_flops", "bandwidth_bytes_per_s", "eff_bandwidth", "eff_compute")
 
 #: The sums step_sums adds to each step (the same as operation_sums).
 SUM_COLUMNS = (
@@ -309,7 +311,7 @@ def step_sums(steps: pl.LazyFrame, attn_ops: pl.DataFrame, other_ops: pl.DataFra
     keeps their order.
     """
     n = pl.col("num_gpus").cast(pl.Float64)
-    timing_key = ("_other_work", "num_gpus", "peak_flops", "bandwidth_bytes_per_s", "eff_bandwidth", "eff_compute")
+    timing_key = ("_other_work", *TIMING_INPUTS)
     # evaluated once here: every branch below starts from the distinct keys of these rows
     frame = (
         steps.with_columns(
