@@ -16,6 +16,12 @@ from typing import Any
 import altair as alt
 import polars as pl
 
+# Charts become Vega-Lite specs here (memoised by the pages, exported as PNG/SVG), not
+# through st.altair_chart, so Altair's notebook guard of 5,000 rows per dataset would
+# refuse an imported benchmark's points (Streamlit's own path has no such limit). Set once,
+# process-wide, at import: toggling it per call would race between sessions' threads.
+alt.data_transformers.disable_max_rows()
+
 MEMORY_COLOUR = "#1f77b4"
 COMPUTE_COLOUR = "#ff7f0e"
 BOUND_SCALE = alt.Scale(domain=["memory", "compute"], range=[MEMORY_COLOUR, COMPUTE_COLOUR])

@@ -22,7 +22,12 @@ MEMO_ROWS = 100_000
 
 
 def measured_figures(cat: Catalogue, db: Any, dataset_id: int, imported_at: datetime | None, calibrated: bool) -> dict[str, Any]:
-    """Comparison, calibration, display table and both charts' specs for one dataset (`imported_at` only keys the memo)."""
+    """Comparison, calibration, display table and both charts for one dataset (`imported_at` only keys the memo).
+
+    The charts stay Altair objects: a dataset can hold a million points, which
+    Streamlit's own Arrow path (st.altair_chart) sends far quicker than a
+    spec of rows would be built.
+    """
     rows = dataset_rows(db, dataset_id)
     cal = calibrate(cat, rows) if calibrated else None
     cmp = compare(cat, rows, cal)
@@ -34,14 +39,12 @@ def measured_figures(cat: Catalogue, db: Any, dataset_id: int, imported_at: date
     batch_chart = (
         None
         if curves.is_empty()
-        else throughput_batch_chart(curves, cmp, title="Tokens/s against batch: predicted ceiling, calibrated model, measured").to_dict(
-            validate=False
-        )
+        else throughput_batch_chart(curves, cmp, title="Tokens/s against batch: predicted ceiling, calibrated model, measured")
     )
     return {
         "cal": cal,
         "cmp": cmp,
         "table": comparison_table(cmp),
-        "roof_chart": roof_chart.to_dict(validate=False),
+        "roof_chart": roof_chart,
         "batch_chart": batch_chart,
     }

@@ -12,7 +12,7 @@ from core.store import is_session_dataset
 from pages.measured.figures import MEMO_ROWS, measured_figures
 from pages.measured.forms import import_form, manage_dataset
 from pages.shared.state import catalogue, dataset_store, set_calibration
-from pages.shared.ui import chart_exports, show_chart, table_download
+from pages.shared.ui import chart_exports, table_download
 
 st.title("Measured vs predicted")
 st.caption(
@@ -69,12 +69,12 @@ st.dataframe(
 )
 table_download(table, f"measured vs predicted {names[chosen]}", key="ms_csv")
 
-show_chart(figures["roof_chart"], width="stretch")
+st.altair_chart(figures["roof_chart"])
 chart_exports(figures["roof_chart"], "measured-roofline")
 if figures["batch_chart"] is None:
     st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
 else:
-    show_chart(figures["batch_chart"], width="stretch")
+    st.altair_chart(figures["batch_chart"])
     chart_exports(figures["batch_chart"], "measured-throughput-batch")
 
 st.subheader("Calibration")

@@ -74,3 +74,27 @@ def test_memo_computes_once_per_distinct_arguments_and_catalogue(cat):
     with pytest.raises(TypeError):
         memo.memo(work, cat, {1, 2}, 2)  # unhashable arguments are refused, not silently keyed
     memo.clear()
+
+
+def test_measured_figures_draw_a_dataset_of_more_than_5000_points(tmp_path):
+    """Altair's 5,000-row notebook guard must not stop a measured chart from becoming a spec off Streamlit (PNG/SVG export, report)."""
+    from core.catalogue import load_catalogue
+    from core.importers import import_file, list_datasets
+    from core.store import Store
+    from pages.measured.figures import measured_figures
+
+    store = Store(tmp_path / "big.duckdb")
+    cat = load_catalogue(store)
+    header = "gpu,num_gpus,model,weights,kv,phase,batch,input_tokens,output_tokens,tokens_per_s,tpot_ms\n"
+    lines = [
+        f"NVIDIA H100 80GB HBM3,1,meta-llama/Llama-3.1-8B-Instruct,bf16,bf16,decode,{1 + i % 64},1024,128,{100.0 + i},\n"
+        for i in range(6000)
+    ]
+    import_file(store, (header + "".join(lines)).encode(), "big.csv", name="big")
+    ds = list_datasets(store).row(0, named=True)
+    assert ds["row_count"] == 6000
+    figures = measured_figures(cat, store, ds["id"], ds["imported_at"], True)
+    spec = figures["roof_chart"].to_dict(validate=False)  # as the PNG/SVG export does
+    points = max(len(rows) for rows in spec["datasets"].values())
+    assert points >= 6000
+    assert figures["cmp"].height == 6000
