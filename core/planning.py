@@ -125,7 +125,9 @@ def ridge_batch(scenario: Scenario, result: dict[str, Any]) -> int | None:
     return max(1, math.ceil(derated * storage_format(scenario.weights).bytes / (2.0 * q)))
 
 
-def frontier(cat: Catalogue, scenario: Scenario, batches: Sequence[int] = FRONTIER_BATCHES) -> pl.DataFrame:
+def frontier(
+    cat: Catalogue, scenario: Scenario, batches: Sequence[int] = FRONTIER_BATCHES, result: dict[str, Any] | None = None
+) -> pl.DataFrame:
     """Tokens/s per user against tokens/s in total over decode batches, one evaluation.
 
     The batches are `batches` plus the current batch, the ridge batch and the
@@ -133,7 +135,7 @@ def frontier(cat: Catalogue, scenario: Scenario, batches: Sequence[int] = FRONTI
     fits, bound, is_current, is_ridge and is_cut (the largest batch that
     fits); rows that do not fit carry null throughput (the chart cuts them).
     """
-    base = ceiling(cat, scenario)
+    base = result if result is not None else ceiling(cat, scenario)
     rb = ridge_batch(scenario, base)
     lo, hi = min(batches), max(batches)
     extra = [scenario.batch] + [b for b in (rb, base["max_batch"]) if b is not None and lo <= b <= hi]
@@ -250,9 +252,12 @@ def what_ifs(cat: Catalogue, scenario: Scenario) -> pl.DataFrame:
     return table.with_columns(ratios).sort("row").drop("row")
 
 
-def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame) -> str:
-    """One sentence on where the frontier ends: the memory cut, and the ridge batch against it."""
-    r = ceiling(cat, scenario)
+def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, result: dict[str, Any] | None = None) -> str:
+    """One sentence on where the frontier ends: the memory cut, and the ridge batch against it.
+
+    `result` is the scenario's ceiling() when the caller has it already.
+    """
+    r = result if result is not None else ceiling(cat, scenario)
     rb = ridge_batch(scenario, r)
     fitting = front.filter(pl.col("fits"))
     if fitting.is_empty():

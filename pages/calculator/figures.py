@@ -23,7 +23,7 @@ def calculator_figures(cat: Catalogue, sc: Scenario) -> dict[str, Any]:
     r = ceiling(cat, sc)
     breakdown = step_breakdown_chart(step_breakdown(cat, sc, r), title=f"Decode cycle: {duration(r['cycle_time_s'])}", width=440)
     memory = memory_chart(memory_use(r), title=f"{si(r['memory_required_bytes'], 'B')} of {si(r['capacity_bytes'], 'B')}", width=440)
-    front = frontier(cat, sc)
+    front = frontier(cat, sc, result=r)
     anything_fits = not front.filter(front["fits"]).is_empty()
     front_spec = (
         frontier_chart(front, title="Each point is a decode batch; the curve stops where memory runs out").to_dict(validate=False)
@@ -35,6 +35,6 @@ def calculator_figures(cat: Catalogue, sc: Scenario) -> dict[str, Any]:
         "breakdown": breakdown.to_dict(validate=False),
         "memory": memory.to_dict(validate=False),
         "frontier": front_spec,
-        "frontier_reading": frontier_reading(cat, sc, front),
+        "frontier_reading": frontier_reading(cat, sc, front, result=r),
         "what_ifs": what_if_display(what_ifs(cat, sc)),
     }
