@@ -22,17 +22,11 @@ if __name__ == "__main__":
     # Import the heavy libraries once, before any session starts: two sessions' first
     # runs importing pandas at the same moment in two script threads failed with
     # "partially initialized module 'pandas'" under load (benchmarks/load.py).
-    import threading
-
     import altair  # noqa: F401
     import pandas  # noqa: F401
     import pyarrow  # noqa: F401
 
-    import core.charts
-    import core.charts_planning  # noqa: F401
-
-    # the roofline's chart layers depend on its layout only: build them while the server starts
-    threading.Thread(target=core.charts.warm_roofline_templates, name="warm-charts", daemon=True).start()
+    import core.present.figures  # noqa: F401
 
     PagesManager.uses_pages_directory = False
     app = str(Path(__file__).resolve().parent / "streamlit_app.py")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.shared.state import scenario_sidebar, share_panel
+from pages.shared.data import catalogue
+from pages.shared.params import note_refused_values, open_link
+from pages.shared.sidebar import scenario_sidebar, share_panel
 
 st.set_page_config(page_title="Roofline Explorer", page_icon=":material/roofing:", layout="wide")
 
@@ -27,6 +29,11 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
-scenario_sidebar()
+st.session_state["_page"] = page.url_path or "overview"
+cat = catalogue()
+open_link(cat, page)
+notes = scenario_sidebar(cat)
 page.run()
-share_panel()
+for message in note_refused_values(cat):
+    notes.warning(message, icon=":material/link_off:")
+share_panel(cat)

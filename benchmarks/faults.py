@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.ingest import make_csv  # noqa: E402
-from core.importers import delete_dataset, import_file, list_datasets  # noqa: E402
+from core.evidence.importers import delete_dataset, import_file, list_datasets  # noqa: E402
 from core.store import Store  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import polars as pl  # noqa: E402
 
-from core.catalogue import load_catalogue  # noqa: E402
-from core.importers import import_file  # noqa: E402
+from core.catalogue.catalogue import load_catalogue  # noqa: E402
+from core.evidence.importers import import_file  # noqa: E402
 from core.store import Store  # noqa: E402
 
 

@@ -301,7 +301,7 @@ async def browser_run(
 # -- checks and report ----------------------------------------------------------------------------
 def stored_datasets(db: Path, out: dict[str, Any]) -> dict[str, int]:
     """name -> measurements of every dataset in the store; a dataset whose rows differ from its row_count is an error."""
-    from core.importers import list_datasets
+    from core.evidence.importers import list_datasets
     from core.store import Store
 
     store = Store(db)

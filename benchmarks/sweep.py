@@ -1,18 +1,23 @@
-"""Benchmark: the full catalogue sweep, against a plain per-scenario Python loop.
+"""Benchmark: one scenario, and the full catalogue sweep against a plain per-scenario Python loop.
 
-Every accelerator x every model x weights {bf16, fp8, int4} x batch 1..1024
-(powers of two) x contexts {1k, 4k, 16k, 32k, 64k, 128k}. Prints scenarios/s,
-peak memory (RSS) and the ratio against a plain Python loop that computes,
-one scenario at a time, every figure the sweep returns (decode step
-operation by operation, prefill for TTFT, throughput, bandwidth ceilings,
-memory fit, largest batch, fewest GPUs, flags) on a random sample in the same
-process. Every one of the loop's figures is checked against the sweep's, so
-the baseline is the same computation; both are timed best of --repeat.
+Single scenario: `ceiling()` of a few scenarios (dense, MoE with MLA over 8
+GPUs, speculative decoding), median of --single-runs calls each, beside
+`evaluate()` of the same scenario (the one-row frame).
 
-    .venv/bin/python benchmarks/sweep.py [--sample 2000] [--repeat 3]
+Full catalogue: every accelerator x every model x weights {bf16, fp8, int4} x
+batch 1..1024 (powers of two) x contexts {1k, 4k, 16k, 32k, 64k, 128k}.
+Prints scenarios/s, peak memory (RSS) and the ratio against a plain Python
+loop that computes, one scenario at a time, every figure the sweep returns
+(decode step operation by operation, prefill for TTFT, throughput, bandwidth
+ceilings, memory fit, largest batch, fewest GPUs, flags) on a random sample
+in the same process. Every one of the loop's figures is checked against the
+sweep's, so the baseline is the same computation; both are timed best of
+--repeat.
 
-Targets (issue 3): the whole sweep under 1 s on 2 cores, at least 50x the loop,
-peak memory under 2 GB.
+    .venv/bin/python benchmarks/sweep.py [--sample 2000] [--repeat 5] [--single-runs 300]
+
+Targets (issue 12): one scenario under 2 ms; the whole sweep at least 1 M
+scenarios/s and at least 50x the loop; peak memory under 2 GB.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import argparse
 import math
 import random
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -31,10 +37,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import polars as pl  # noqa: E402
 
-from core.catalogue import Catalogue, load_catalogue  # noqa: E402
-from core.precisions import ACTIVATION_BYTES, FALLBACK_CHAIN, FORMATS, default_compute  # noqa: E402
+from core.catalogue.catalogue import Catalogue, load_catalogue  # noqa: E402
+from core.catalogue.precisions import ACTIVATION_BYTES, FALLBACK_CHAIN, FORMATS, default_compute  # noqa: E402
+from core.model.ceilings import ceiling, evaluate  # noqa: E402
+from core.model.scenario import Scenario  # noqa: E402
+from core.model.sweep import scenario_grid, sweep  # noqa: E402
 from core.store import Store  # noqa: E402
-from core.sweep import scenario_grid, sweep  # noqa: E402
+
+#: The single scenarios timed: (label, scenario).
+SINGLE = (
+    ("Llama 3.1 70B on 2 x H100, batch 32", Scenario(gpu="h100-sxm", model="llama-3.1-70b", num_gpus=2, batch=32, context=1024)),
+    ("DeepSeek-V3 fp8 on 8 x H200, batch 64", Scenario(gpu="h200-sxm", model="deepseek-v3", weights="fp8", num_gpus=8, batch=64)),
+    (
+        "Llama 3.1 8B + 1B draft (k = 4) on 1 x L40S",
+        Scenario(gpu="l40s", model="llama-3.1-8b", batch=8, spec_draft_len=4, spec_draft_model="llama-3.2-1b"),
+    ),
+)
+
+
+def median_time(fn: Any, runs: int) -> float:
+    """Median seconds of `runs` calls (after one warm-up call)."""
+    fn()
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def loop_step(
@@ -182,11 +211,18 @@ def _differs(a: Any, b: Any) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sample", type=int, default=2000, help="scenarios the Python loop evaluates")
-    parser.add_argument("--repeat", type=int, default=3, help="vectorised runs (best is reported)")
+    parser.add_argument("--repeat", type=int, default=5, help="vectorised runs (best is reported)")
+    parser.add_argument("--single-runs", type=int, default=300, help="calls per single scenario (median is reported)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         cat: Catalogue = load_catalogue(Store(Path(tmp) / "bench.duckdb"))
+        for label, sc in SINGLE:
+            one = median_time(lambda sc=sc: ceiling(cat, sc), args.single_runs)
+            frame = median_time(lambda sc=sc: evaluate(cat, [sc]), args.single_runs)
+            print(
+                f"one scenario: {label:48s} ceiling() {one * 1e3:6.2f} ms   evaluate() {frame * 1e3:6.2f} ms (median of {args.single_runs})"
+            )
         grid = scenario_grid(cat.gpus["id"].to_list(), list(cat.records))
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
         times = []

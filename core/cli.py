@@ -1,4 +1,4 @@
-"""Command line: the same core functions as the app, JSON out.
+"""Command line: the same core functions as the app, JSON out (`roofline ...` once installed, or `python -m core.cli ...`).
 
     python -m core.cli gpus --json
     python -m core.cli models --json
@@ -10,6 +10,8 @@
     python -m core.cli import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
 
 Every command takes --db PATH (default: ROOFLINE_DB or data/roofline.duckdb).
+The scenario options of `ceiling` and `report` are the fields of
+core.model.scenario.Scenario (defaults, bounds and help text from there).
 Errors print one line on stderr and exit with status 2.
 """
 
@@ -25,17 +27,19 @@ from typing import Any
 import polars as pl
 from pydantic import ValidationError
 
-from core.catalogue import CatalogueError, UnknownIdError, load_catalogue
-from core.ceilings import ceiling, operation_table
-from core.importers import FORMATS as IMPORT_FORMATS
-from core.importers import ImportContext, ImportFileError, import_file
-from core.model_config import ConfigError, load_config, model_from_config, slugify
-from core.model_costs import summary
-from core.precisions import PEAK_PRECISIONS, UnknownPrecisionError, compute_precision
-from core.roofline import ridge_points
-from core.specs import Scenario
-from core.store import StoreError, get_store
-from core.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
+from core.catalogue.catalogue import Catalogue, UnknownIdError, load_catalogue
+from core.catalogue.model_config import ConfigError, load_config, model_from_config, slugify
+from core.catalogue.operations import summary
+from core.catalogue.precisions import UnknownPrecisionError, compute_precision
+from core.catalogue.seed import CatalogueError
+from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
+from core.evidence.importers import ImportContext, ImportFileError, import_file
+from core.model.ceilings import ceiling, operation_table
+from core.model.roofline import ridge_points
+from core.model.scenario import FIELDS, Scenario, ScenarioError, add_cli_arguments, flag, from_cli
+from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
+from core.store.paths import StoreError
+from core.store.store import get_store
 
 
 class CliError(Exception):
@@ -50,10 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, UnknownIdError, CatalogueError, ConfigError, UnknownPrecisionError, StoreError, ImportFileError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ScenarioError as exc:
+        print(f"error: {flag(exc.field) if exc.field in FIELDS else exc.field}: {exc.problem}", file=sys.stderr)
+        return 2
     except ValidationError as exc:
         err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]).replace("_", "-")
-        print(f"error: --{field}: {err['msg']}", file=sys.stderr)
+        field = ".".join(str(x) for x in err["loc"])
+        print(f"error: {flag(field) if field in FIELDS else '--' + field.replace('_', '-')}: {err['msg']}", file=sys.stderr)
         return 2
     if result is not None:
         print(json.dumps(_clean(result), indent=2 if not args.json else None))
@@ -61,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m core.cli", description="Roofline Explorer command line")
+    p = argparse.ArgumentParser(prog="roofline", description="Roofline Explorer command line")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", help="DuckDB store path (default: ROOFLINE_DB or data/roofline.duckdb)")
     common.add_argument("--json", action="store_true", help="compact JSON output (one line)")
@@ -81,12 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     r.set_defaults(func=cmd_ridge)
 
     c = sub.add_parser("ceiling", parents=[common], help="ceilings of one scenario")
-    _scenario_args(c)
+    add_cli_arguments(c)
     c.add_argument("--ops", action="store_true", help="add the per-operation table of the decode step")
     c.set_defaults(func=cmd_ceiling)
 
     rp = sub.add_parser("report", parents=[common], help="write a self-contained HTML report of one scenario")
-    _scenario_args(rp)
+    add_cli_arguments(rp)
     rp.add_argument("--out", required=True, help="output file, .html")
     rp.set_defaults(func=cmd_report)
 
@@ -120,53 +127,12 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _scenario_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu", required=True, help="accelerator id")
-    p.add_argument("--model", required=True, help="model id")
-    p.add_argument("--num-gpus", type=int, default=1, help="tensor-parallel degree")
-    p.add_argument("--batch", type=int, default=1, help="sequences decoded together")
-    p.add_argument("--context", type=int, default=4096, help="tokens already in each sequence's cache")
-    p.add_argument("--prompt", type=int, default=2048, help="prompt length for time to first token")
-    p.add_argument("--weights", default="bf16", help="weight format")
-    p.add_argument("--compute", default=None, help="compute format (default: from the weight format)")
-    p.add_argument("--kv", default="bf16", help="KV-cache format")
-    p.add_argument("--spec-draft-len", type=int, default=0, help="speculative decoding: draft tokens per step")
-    p.add_argument("--spec-acceptance", type=float, default=0.7, help="speculative decoding: acceptance rate, 0 <= a < 1")
-    p.add_argument("--spec-draft-model", default=None, help="speculative decoding: draft model id")
-    p.add_argument("--eff-bandwidth", type=float, default=1.0, help="achievable share of peak bandwidth")
-    p.add_argument("--eff-compute", type=float, default=1.0, help="achievable share of peak compute")
-    p.add_argument("--reserve-fraction", type=float, default=0.10, help="memory held back (activations, runtime)")
-    p.add_argument("--usd-per-gpu-hour", type=float, default=0.0, help="price per GPU-hour in USD")
-    p.add_argument("--unfused-attention", action="store_true", help="write the score matrix to HBM")
-
-
-def _catalogue(args: argparse.Namespace) -> Any:
+def _catalogue(args: argparse.Namespace) -> Catalogue:
     return load_catalogue(get_store(args.db))
 
 
 def cmd_gpus(args: argparse.Namespace) -> list[dict[str, Any]]:
-    gpus = _catalogue(args).gpus
-    out = []
-    for row in gpus.iter_rows(named=True):
-        out.append(
-            {
-                "id": row["id"],
-                "name": row["name"],
-                "vendor": row["vendor"],
-                "form_factor": row["form_factor"],
-                "year": row["year"],
-                "memory_bytes": row["memory_bytes"],
-                "bandwidth_bytes_per_s": row["bandwidth_bytes_per_s"],
-                "peak_flops": {p: row[f"peak_{p}"] for p in PEAK_PRECISIONS},
-                "power_w": row["power_w"],
-                "scaleup_bytes_per_s": row["scaleup_bytes_per_s"],
-                "list_price_usd": row["list_price_usd"],
-                "sources": [s.strip() for s in (row["sources"] or "").split(";") if s.strip()],
-                "notes": row["notes"],
-                "custom": row["custom"],
-            }
-        )
-    return out
+    return [acc.record() for acc in _catalogue(args).accelerators.values()]
 
 
 def cmd_models(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -228,93 +194,23 @@ def cmd_ridge(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def scenario_from_args(args: argparse.Namespace) -> Scenario:
-    """A validated Scenario from CLI flags (pydantic names the bad one)."""
-    return Scenario(
-        gpu=args.gpu,
-        model=args.model,
-        num_gpus=args.num_gpus,
-        batch=args.batch,
-        context=args.context,
-        prompt=args.prompt,
-        weights=args.weights,
-        compute=args.compute,
-        kv=args.kv,
-        spec_draft_len=args.spec_draft_len,
-        spec_acceptance=args.spec_acceptance,
-        spec_draft_model=args.spec_draft_model,
-        eff_bandwidth=args.eff_bandwidth,
-        eff_compute=args.eff_compute,
-        reserve_fraction=args.reserve_fraction,
-        usd_per_gpu_hour=args.usd_per_gpu_hour,
-        flash_attention=not args.unfused_attention,
-    )
-
-
-CEILING_FIELDS = (
-    "gpu",
-    "model",
-    "num_gpus",
-    "batch",
-    "context",
-    "prompt",
-    "weights",
-    "compute",
-    "compute_used",
-    "kv",
-    "step_time_s",
-    "time_per_output_token_s",
-    "tokens_per_s_per_user",
-    "tokens_per_s_total",
-    "ttft_s",
-    "flops",
-    "bytes",
-    "weight_bytes",
-    "kv_bytes",
-    "intensity",
-    "ridge",
-    "bound",
-    "peak_flops",
-    "bandwidth_bytes_per_s",
-    "bandwidth_ceiling_tokens_per_s",
-    "bandwidth_ceiling_tokens_per_s_total",
-    "bandwidth_ceiling_with_kv_tokens_per_s",
-    "bandwidth_ceiling_with_kv_tokens_per_s_total",
-    "weight_memory_bytes",
-    "kv_memory_bytes",
-    "reserve_bytes",
-    "memory_required_bytes",
-    "capacity_bytes",
-    "fits",
-    "max_batch",
-    "min_gpus",
-    "tokens_per_step",
-    "usd_per_million_tokens",
-    "tokens_per_s_per_watt",
-    "decode_comm_time_s",
-    "flags",
-)
-
-
 def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     cat = _catalogue(args)
-    scenario = scenario_from_args(args)
-    result = ceiling(cat, scenario)
-    out = {k: result[k] for k in CEILING_FIELDS}
-    out["comm_time_s"] = out.pop("decode_comm_time_s")
+    scenario = from_cli(args)
+    out = ceiling(cat, scenario).record()
     if args.ops:
         out["ops"] = operation_table(cat, scenario).to_dicts()
     return out
 
 
 def cmd_report(args: argparse.Namespace) -> dict[str, Any]:
-    from core.report import report_html
+    from core.present.report import report_html
 
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise CliError(f"--out: {out.name} must end in .html")
     cat = _catalogue(args)
-    text = report_html(cat, scenario_from_args(args))
+    text = report_html(cat, from_cli(args))
     out.write_text(text, encoding="utf-8")
     return {"out": str(out), "bytes": len(text.encode("utf-8"))}
 
@@ -324,12 +220,6 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     if out.suffix not in (".parquet", ".csv"):
         raise CliError(f"--out: {out.name} must end in .parquet or .csv")
-    for b in args.batch or []:
-        if b < 1:
-            raise CliError(f"--batch: must be at least 1, got {b}")
-    for c in args.context or []:
-        if c < 0:
-            raise CliError(f"--context: must be 0 or more, got {c}")
     gpus = args.gpu or cat.gpus["id"].to_list()
     models = args.model or list(cat.records)
     for g in gpus:
@@ -347,7 +237,7 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
         prompt=args.prompt,
     )
     Scenario(gpu=gpus[0], model=models[0], kv=args.kv, prompt=args.prompt)  # validates the shared flags
-    result = sweep(cat, grid)
+    result = sweep(cat, grid)  # checks every axis value against the Scenario's bounds
     if out.suffix == ".parquet":
         result.write_parquet(out)
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.catalogue import Catalogue, load_catalogue
+from core.catalogue.catalogue import Catalogue, load_catalogue
 from core.store import Store
 
 

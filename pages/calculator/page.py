@@ -4,76 +4,94 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.memo import memo
-from core.units import duration, si
-from pages.calculator.figures import calculator_figures
-from pages.calculator.options import scenario_options
-from pages.shared.state import catalogue, current, scenario
-from pages.shared.ui import chart_exports, number_columns, show_chart, table_download
+from core.catalogue.catalogue import Catalogue
+from core.model.scenario import Scenario
+from core.plan.planning import default_draft_model
+from core.present.figures import CalculatorView, calculator_view
+from core.present.text import duration, escape_markdown, si
+from pages.shared.data import HASH_FUNCS, catalogue
+from pages.shared.params import labels, scenario
+from pages.shared.ui import chart_exports, keep_options, number_columns, show_chart, table_download
+from pages.shared.widgets import scenario_input
+
+
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
+def figures(cat: Catalogue, sc: Scenario) -> CalculatorView:
+    return calculator_view(cat, sc)
+
 
 st.title("Ceiling calculator")
 st.caption("Accelerator, GPUs, model, precisions, batch, context and prompt are in the sidebar; the options below refine the scenario.")
 cat = catalogue()
-models = {m: r.name for m, r in cat.records.items()}
+target = scenario().model
+with st.expander("Options: speculative decoding, efficiency, memory reserve, price", expanded=True):
+    c1, c2, c3, c4 = st.columns(4)
+    scenario_input("spec_draft_len", c1)
+    scenario_input("spec_acceptance", c1)
+    names = labels(cat, "model")
+    suggested = default_draft_model(cat, target)
+    drafts = [m for m in ([suggested] if suggested else []) + list(names) if m != target]
+    drafts = list(dict.fromkeys(drafts))
+    keep_options("spec_draft_model", drafts)
+    scenario_input("spec_draft_model", c1, options=drafts, format_func=names.__getitem__)
+    scenario_input("eff_bandwidth", c2)
+    scenario_input("eff_compute", c2)
+    scenario_input("overhead_s", c3)
+    scenario_input("reserve_fraction", c3)
+    scenario_input("usd_per_gpu_hour", c4)
 
-sc = scenario(**scenario_options(cat, current()["model"]))
-figures = memo(calculator_figures, cat, sc)
-r = figures["result"]
-gpu_name = r["gpu_name"]
-st.subheader(f"{models[sc.model]} on {sc.num_gpus} × {gpu_name} · batch {sc.batch}, context {sc.context:,}")
-fits = bool(r["fits"])
+sc = scenario()
+if not sc.spec_draft_len:
+    sc = sc.model_copy(update={"spec_draft_model": None})  # no speculative decoding: no draft model to name
+fig = figures(cat, sc)
+r = fig.result
+st.subheader(
+    f"{escape_markdown(cat.model(sc.model).name)} on {sc.num_gpus} × {escape_markdown(r.gpu_name)} · batch {sc.batch}, context {sc.context:,}"
+)
 m = st.columns(6)
 m[0].metric(
-    "Tokens/s per user", si(r["tokens_per_s_per_user"]) if fits else "—", help="Output tokens per second each sequence sees (tokens/s)."
+    "Tokens/s per user", si(r.tokens_per_s_per_user) if r.fits else "—", help="Output tokens per second each sequence sees (tokens/s)."
 )
-m[1].metric(
-    "Tokens/s total", si(r["tokens_per_s_total"]) if fits else "—", help="Output tokens per second over the whole batch (tokens/s)."
-)
+m[1].metric("Tokens/s total", si(r.tokens_per_s_total) if r.fits else "—", help="Output tokens per second over the whole batch (tokens/s).")
 m[2].metric(
     "Time per token",
-    duration(r["time_per_output_token_s"]) if fits else "—",
+    duration(r.time_per_output_token_s) if r.fits else "—",
     help="Time per output token: decode cycle time / tokens per cycle.",
 )
-m[3].metric("Time to first token", duration(r["ttft_s"]), help="Prefill of one prompt on these GPUs.")
-m[4].metric(
-    "Bound by",
-    r["bound"],
-    help=f"Whole-step intensity {r['intensity']:.1f} FLOP/byte against a ridge of {r['ridge']:.0f} FLOP/byte.",
-)
-m[5].metric("Fits in memory", "yes" if fits else "no", help="Weights + KV cache within the GPUs' memory less the reserve.")
-if r["usd_per_million_tokens"] is not None:
+m[3].metric("Time to first token", duration(r.ttft_s), help="Prefill of one prompt on these GPUs.")
+m[4].metric("Bound by", r.bound, help=f"Whole-step intensity {r.intensity:.1f} FLOP/byte against a ridge of {r.ridge or 0:.0f} FLOP/byte.")
+m[5].metric("Fits in memory", "yes" if r.fits else "no", help="Weights + KV cache within the GPUs' memory less the reserve.")
+if r.usd_per_million_tokens is not None:
     st.markdown(
-        f"**${r['usd_per_million_tokens']:,.3f} per million output tokens** at this ceiling · {si(r['tokens_per_s_per_watt'])} tokens/s per W"
+        f"**${r.usd_per_million_tokens:,.3f} per million output tokens** at this ceiling · {si(r.tokens_per_s_per_watt)} tokens/s per W"
     )
-for flag in r["flags"]:
+for flag in r.flags:
     st.warning(flag, icon=":material/flag:")
 
 left, right = st.columns(2)
 with left:
     st.markdown("**Where a decode cycle's time goes**")
-    show_chart(figures["breakdown"])
-    chart_exports(figures["breakdown"], "step-breakdown")
+    show_chart(fig.breakdown)
+    chart_exports(fig.breakdown, "step-breakdown")
 with right:
     st.markdown("**Memory against capacity**")
-    show_chart(figures["memory"])
-    chart_exports(figures["memory"], "memory")
-    st.markdown(
-        f"Largest batch at context {sc.context:,}: **{r['max_batch'] if r['max_batch'] is not None else 'no limit'}** · fewest GPUs for this model: **{r['min_gpus']}**"
-    )
+    show_chart(fig.memory)
+    chart_exports(fig.memory, "memory")
+    limit = r.max_batch if r.max_batch is not None else "no limit"
+    st.markdown(f"Largest batch at context {sc.context:,}: **{limit}** · fewest GPUs for this model: **{r.min_gpus}**")
 
 st.subheader("Throughput against latency")
-if figures["frontier"] is None:
+if fig.frontier is None:
     st.info(
         "Nothing fits at any batch from 1 to 1,024: add GPUs, quantise the weights or the KV cache, or shorten the context.",
         icon=":material/memory:",
     )
 else:
-    show_chart(figures["frontier"], width="stretch")
-    chart_exports(figures["frontier"], "frontier")
-st.caption(figures["frontier_reading"])
+    show_chart(fig.frontier, width="stretch")
+    chart_exports(fig.frontier, "frontier")
+st.caption(fig.frontier_reading)
 
 st.subheader("What if: the three moves")
 st.caption("The same scenario with one lever applied at a time; × columns are the lever's figure over the current one.")
-table = figures["what_ifs"]
-st.dataframe(table, hide_index=True, key="calc_whatif", column_config=number_columns(table))
-table_download(table, "what-ifs")
+st.dataframe(fig.what_ifs, hide_index=True, key="calc_whatif", column_config=number_columns(fig.what_ifs))
+table_download(fig.what_ifs, "what-ifs")

@@ -2,64 +2,56 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 from pydantic import ValidationError
 
-from core.catalogue import CatalogueError, accelerator_from_row, add_custom_accelerator, add_custom_model, delete_custom
-from core.measurements import escape_markdown
-from core.model_config import ConfigError, slugify
-from core.precisions import PEAK_PRECISIONS
+from core.catalogue.catalogue import add_custom_accelerator, add_custom_model, delete_custom
+from core.catalogue.model_config import ConfigError, slugify
+from core.catalogue.seed import CatalogueError, accelerator_from_row, field_type
+from core.catalogue.specs import accelerator_columns
+from core.present.text import escape_markdown
 from core.store import StoreError
-from pages.shared.state import catalogue, store
+from pages.shared.data import catalogue, store
 
 
 def custom_accelerator_form() -> None:
-    """A form for one accelerator in datasheet units; validated before anything is stored."""
+    """A form with one input per accelerator field, in its datasheet unit; validated before anything is stored."""
     st.subheader("Custom accelerator")
+    row: dict[str, Any] = {"form_factor": "custom", "notes": "user-entered", "custom": True}
     with st.form("custom_gpu", clear_on_submit=False):
-        name = st.text_input("Name", placeholder="My accelerator", help="Display name.")
-        vendor = st.text_input("Vendor", placeholder="Vendor", help="Who makes it.")
-        c1, c2 = st.columns(2)
-        memory = c1.number_input("Memory (GB)", 0.0, 4000.0, 80.0, help="Device memory, decimal GB (1e9 bytes).")
-        bandwidth = c2.number_input("Bandwidth (TB/s)", 0.0, 50.0, 3.35, help="Peak memory bandwidth, decimal TB/s.")
-        peaks = {}
         cols = st.columns(3)
-        for i, prec in enumerate(reversed(PEAK_PRECISIONS)):
-            peaks[prec] = cols[i % 3].number_input(
-                f"{prec} dense ({'TOPS' if prec.startswith('int') else 'TFLOP/s'})",
-                0.0,
-                50000.0,
-                0.0,
-                key=f"custom_peak_{prec}",
-                help=f"Dense {prec} peak (no 2:4 sparsity); 0 = not supported.",
-            )
-        c1, c2 = st.columns(2)
-        power = c1.number_input("Power (W)", 0.0, 3000.0, 700.0, help="Board power; 0 = unknown.")
-        link = c2.number_input("Scale-up link (GB/s)", 0.0, 10000.0, 0.0, help="NVLink or equivalent per device, bidirectional; 0 = none.")
-        source = st.text_input("Source URL", placeholder="https://…", help="Where the figures come from.")
+        for i, (name, col) in enumerate(c for c in accelerator_columns().items() if c[1].form):
+            where = cols[i % 3] if name.startswith("peak_") else st
+            row[name] = _field_input(name, col, where)
         submitted = st.form_submit_button("Add accelerator", icon=":material/add:")
     if submitted:
-        row = {
-            "id": slugify(name or "custom"),
-            "name": name.strip(),
-            "vendor": vendor.strip() or "custom",
-            "form_factor": "custom",
-            "memory_bytes": memory * 1e9,
-            "bandwidth_bytes_per_s": bandwidth * 1e12,
-            **{f"peak_{p}": (v * 1e12 if v > 0 else None) for p, v in peaks.items()},
-            "power_w": power or None,
-            "scaleup_bytes_per_s": link * 1e9 or None,
-            "sources": source.strip(),
-            "notes": "user-entered",
-            "custom": True,
-        }
+        row["id"] = slugify(row.get("name") or "custom")
+        row["vendor"] = row.get("vendor") or "custom"
+        row["sources"] = row.get("sources") or "user-entered"
         try:
             acc = accelerator_from_row(row)
             add_custom_accelerator(store(), acc)
         except (CatalogueError, StoreError, ValidationError) as exc:
-            st.error(f"Not added: {exc}", icon=":material/error:")
+            st.error(f"Not added: {escape_markdown(str(exc))}", icon=":material/error:")
         else:
             st.success(f"Added {escape_markdown(acc.name)} as `{acc.id}`.", icon=":material/check_circle:")
+
+
+def _field_input(name: str, col: Any, where: Any) -> Any:
+    """One field's input in its reading unit; returns the SI value (None for an empty or zero figure)."""
+    label = col.heading()
+    if field_type(name) is str or field_type(name) is list:
+        text = where.text_input(label, value=str(col.example or ""), key=f"custom_{name}", help=col.doc)
+        return text.strip() or None
+    if field_type(name) is int:
+        value = where.number_input(label, 0, 10_000, int(col.example or 0), key=f"custom_{name}", help=f"{col.doc}; 0 = unknown.")
+        return value or None
+    value = where.number_input(
+        label, 0.0, 1e6, float(col.example or 0.0), key=f"custom_{name}", help=f"{col.doc}; 0 = unknown or unsupported."
+    )
+    return value * col.scale if value > 0 else None
 
 
 def custom_model_form() -> None:
@@ -80,7 +72,7 @@ def custom_model_form() -> None:
             try:
                 rec = add_custom_model(store(), text, model_id=slugify(name), name=name.strip())
             except (ConfigError, CatalogueError, StoreError) as exc:
-                st.error(f"Not added: config.json {exc}", icon=":material/error:")
+                st.error(f"Not added: config.json {escape_markdown(str(exc))}", icon=":material/error:")
             else:
                 st.success(
                     f"Added {escape_markdown(rec.name)} as `{rec.id}` ({rec.num_layers} layers, hidden {rec.hidden_size}).",
@@ -91,7 +83,8 @@ def custom_model_form() -> None:
 def delete_custom_form() -> None:
     """Delete one custom entry (reference rows cannot be deleted)."""
     cat = catalogue()
-    custom = [("accelerator", g) for g in cat.gpus.filter("custom")["id"]] + [("model", m) for m, r in cat.records.items() if r.custom]
+    custom = [("accelerator", g) for g, a in cat.accelerators.items() if a.custom]
+    custom += [("model", m) for m, r in cat.records.items() if r.custom]
     st.subheader("Your custom entries")
     if not custom:
         st.caption("None yet. Custom entries live in the store and survive restarts and reseeding.")

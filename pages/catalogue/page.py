@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.catalogue import accelerator_table, filter_table, model_table
+from core.catalogue.catalogue import filter_table
+from core.present.tables import accelerator_table, model_table
 from pages.catalogue.forms import custom_accelerator_form, custom_model_form, delete_custom_form
-from pages.shared.state import catalogue, store
+from pages.shared.data import catalogue, store
 from pages.shared.ui import table_download
 
 st.title("Catalogue")
@@ -18,14 +19,14 @@ tab_gpus, tab_models, tab_custom = st.tabs(
 )
 
 with tab_gpus:
-    gpus = accelerator_table(cat.gpus)
+    gpus = cat.gpus
     c1, c2, c3 = st.columns([2, 2, 2])
     text = c1.text_input("Search accelerators", placeholder="e.g. h100, MI300", key="cat_gpu_search", help="Matches id or name.")
     vendors = c2.multiselect("Vendor", sorted(gpus["vendor"].unique()), key="cat_gpu_vendor", help="Show only these vendors.")
     forms = c3.multiselect(
-        "Form factor", sorted(gpus["form factor"].drop_nulls().unique()), key="cat_gpu_form", help="SXM, PCIe, OAM, chip ..."
+        "Form factor", sorted(gpus["form_factor"].drop_nulls().unique()), key="cat_gpu_form", help="SXM, PCIe, OAM, chip ..."
     )
-    shown = filter_table(gpus, text, vendor=vendors, **{"form factor": forms})
+    shown = accelerator_table(filter_table(gpus, text, vendor=vendors, form_factor=forms))
     if shown.is_empty():
         st.info("No accelerator matches these filters.", icon=":material/search_off:")
     else:

@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 import streamlit as st
 
-from core.measurements import escape_markdown
-from core.memo import memo
-from core.purchase import SORT_KEYS, SORT_LABELS, price_table
-from pages.compare.figures import compare_figures
-from pages.shared.state import catalogue, scenario
+from core.catalogue.catalogue import Catalogue
+from core.model.scenario import Scenario
+from core.plan.purchase import SORT_KEYS, SORT_LABELS, price_table
+from core.present.figures import CompareView, compare_view
+from core.present.text import escape_markdown
+from pages.shared.data import HASH_FUNCS, catalogue
+from pages.shared.params import labels, scenario
 from pages.shared.ui import chart_exports, number_columns, show_chart, table_download
+
+MODES = ["fixed batch", "service target"]
+
+
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
+def figures(
+    cat: Catalogue,
+    picked: tuple[str, ...],
+    sc: Scenario,
+    max_tpot_s: float | None,
+    max_ttft_s: float | None,
+    prices: Mapping[str, float],
+    sort_by: str,
+    title: str,
+) -> CompareView:
+    return compare_view(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, prices=prices, sort_by=sort_by, title=title)
+
 
 st.title("Compare accelerators")
 st.caption(
@@ -18,22 +39,24 @@ st.caption(
 )
 cat = catalogue()
 sc = scenario()
-names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
+names = labels(cat, "accelerator")
 
 picked = st.multiselect(
     "Accelerators",
     list(names),
     default=["a100-80gb-sxm", "l40s"],
-    format_func=names.get,
+    format_func=names.__getitem__,
     key="cmp_gpus",
+    bind="query-params",
     help="Any number of accelerators; each gets the fewest GPUs (1, 2, 4 ... 64, tensor parallel) that hold the workload.",
 )
 c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
 mode = c1.radio(
     "Workload",
-    ["fixed batch", "service target"],
+    MODES,
     horizontal=True,
     key="cmp_mode",
+    bind="query-params",
     help="Fixed batch: the sidebar's batch. Service target: the batch (1 to 1,024) with the most tokens/s that meets both limits.",
 )
 targeted = mode == "service target"
@@ -44,6 +67,7 @@ tpot_ms = c2.number_input(
     50.0,
     1.0,
     key="cmp_tpot",
+    bind="query-params",
     disabled=not targeted,
     help="Latency each user sees between tokens, in ms.",
 )
@@ -54,6 +78,7 @@ ttft_s = c3.number_input(
     2.0,
     0.1,
     key="cmp_ttft",
+    bind="query-params",
     disabled=not targeted,
     help="Prefill time of one prompt, in seconds.",
 )
@@ -61,7 +86,8 @@ sort_by = c4.selectbox(
     "Sort by",
     list(SORT_KEYS),
     key="cmp_sort",
-    format_func=SORT_LABELS.get,
+    bind="query-params",
+    format_func=SORT_LABELS.__getitem__,
     help="Best first; unmet accelerators last.",
 )
 if not picked:
@@ -86,30 +112,28 @@ edited = edited if isinstance(edited, pl.DataFrame) else pl.from_pandas(edited)
 price_of = {**known, **dict(zip(edited["gpu"], edited["usd_per_gpu_hour"].fill_null(0.0), strict=True))}
 st.session_state["cmp_price_of"] = price_of
 goal = f"time per output token ≤ {tpot_ms:g} ms and time to first token ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
-figures = memo(
-    compare_figures,
+fig = figures(
     cat,
     tuple(picked),
     sc,
-    max_tpot_s=tpot_ms / 1e3 if targeted else None,
-    max_ttft_s=ttft_s if targeted else None,
-    prices=price_of,
-    sort_by=sort_by,
-    title=f"{cat.model(sc.model).name}, {goal}",
+    tpot_ms / 1e3 if targeted else None,
+    ttft_s if targeted else None,
+    price_of,
+    sort_by,
+    f"{cat.model(sc.model).name}, {goal}",
 )
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
 )
-if figures["met"] == 0:
+if fig.met == 0:
     st.warning(
         "Nothing meets this target on any selected accelerator (up to 64 GPUs). Loosen the limits or pick other accelerators.",
         icon=":material/block:",
     )
-elif figures["reading"]:
-    st.info(figures["reading"], icon=":material/lightbulb:")
-shown = figures["shown"]
-st.dataframe(shown, hide_index=True, key="cmp_table", column_config=number_columns(shown))
-table_download(shown, "accelerator comparison")
-if figures["chart"] is not None:
-    show_chart(figures["chart"])
-    chart_exports(figures["chart"], "accelerator-comparison")
+elif fig.reading:
+    st.info(fig.reading, icon=":material/lightbulb:")
+st.dataframe(fig.shown, hide_index=True, key="cmp_table", column_config=number_columns(fig.shown))
+table_download(fig.shown, "accelerator comparison")
+if fig.chart is not None:
+    show_chart(fig.chart)
+    chart_exports(fig.chart, "accelerator-comparison")

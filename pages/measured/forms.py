@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.catalogue import Catalogue
-from core.formats import CANONICAL
-from core.importers import FORMATS, ImportContext, ImportFileError, delete_dataset, import_file, rename_dataset
-from core.measurements import escape_markdown
-from core.precisions import FALLBACK_CHAIN
-from core.precisions import FORMATS as PRECISIONS
+from core.catalogue.catalogue import Catalogue
+from core.catalogue.precisions import COMPUTE_FORMATS
+from core.catalogue.precisions import FORMATS as PRECISIONS
+from core.evidence.formats import CANONICAL
+from core.evidence.formats.registry import BY_NAME as FORMATS
+from core.evidence.importers import ImportContext, ImportFileError, delete_dataset, import_file, rename_dataset
+from core.present.text import escape_markdown
 from core.store import SessionStore, Store, StoreError
 
 FROM_FILE = "(from the file)"
@@ -31,7 +32,9 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
             help="vLLM, SGLang, TensorRT-LLM, genai-perf, AIPerf, llmperf, llama-bench, optimum-benchmark or the generic CSV.",
         )
         c1, c2, c3 = st.columns(3)
-        fmt = c1.selectbox("Format", ["auto", *FORMATS], key="ms_format", help="auto: detected from the content.")
+        fmt = c1.selectbox(
+            "Format", ["auto", *FORMATS], key="ms_format", format_func=_format_label, help="auto: detected from the content."
+        )
         gpu = c2.selectbox("Accelerator", [FROM_FILE, *cat.gpus["id"].to_list()], key="ms_gpu", help="Replaces the file's accelerator.")
         model = c3.selectbox("Model", [FROM_FILE, *cat.records], key="ms_model", help="Replaces the file's model.")
         d1, d2, d3, d4 = st.columns(4)
@@ -39,7 +42,7 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
         weights = d2.selectbox("Weights", [FROM_FILE, *PRECISIONS], key="ms_weights", help="Weight format (from the file, else bf16).")
         kv = d3.selectbox("KV cache", [FROM_FILE, *PRECISIONS], key="ms_kv", help="KV-cache format (from the file, else bf16).")
         compute = d4.selectbox(
-            "Compute", [FROM_FILE, *FALLBACK_CHAIN], key="ms_compute", help="Tensor-core format (default: from weights)."
+            "Compute", [FROM_FILE, *COMPUTE_FORMATS], key="ms_compute", help="Tensor-core format (default: from weights)."
         )
         e1, e2, e3, e4 = st.columns(4)
         batch = e1.number_input(
@@ -88,6 +91,10 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
             st.session_state["ms_dataset"] = res.dataset_id
             where = " (kept in this session only)" if store.session_only else ""
             st.success(f"Imported {res.rows:,} measurements ({res.format}) as {escape_markdown(res.name)}{where}.", icon=":material/check:")
+
+
+def _format_label(name: str) -> str:
+    return "auto" if name == "auto" else f"{name}: {FORMATS[name].description}"
 
 
 def _mapping_step() -> dict[str, str] | None:

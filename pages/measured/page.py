@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 import streamlit as st
 
-from core.importers import list_datasets
-from core.measurements import calibration_fits
-from core.memo import memo
+from core.catalogue.catalogue import Catalogue
+from core.evidence.calibration import calibration_fits
+from core.evidence.importers import dataset_rows, list_datasets
+from core.present.figures import MeasuredView, measured_charts, measured_view
 from core.store import is_session_dataset
-from pages.measured.figures import MEMO_ROWS, measured_figures
 from pages.measured.forms import import_form, manage_dataset
-from pages.shared.state import catalogue, dataset_store, set_calibration
+from pages.shared.data import HASH_FUNCS, catalogue, dataset_store
+from pages.shared.params import set_calibration
 from pages.shared.ui import chart_exports, table_download
+
+
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=16, show_spinner="Setting the measurements against their ceilings…")
+def figures(cat: Catalogue, _db: Any, _dataset_id: int, file_sha256: str, context_json: str, calibrated: bool) -> MeasuredView:
+    """A dataset against the model. Its rows are the file's and the import's context: those key it (in any session's store)."""
+    return measured_view(cat, dataset_rows(_db, _dataset_id), calibrated)
+
 
 st.title("Measured vs predicted")
 st.caption(
@@ -43,11 +53,11 @@ calibrated = st.toggle(
     "Calibrate",
     value=True,
     key="ms_calibrate",
+    bind="query-params",
     help="Fit, per accelerator, a bandwidth efficiency, a compute efficiency and a per-step overhead.",
 )
-args = (cat, db, chosen, info["imported_at"], calibrated)
-figures = memo(measured_figures, *args) if info["row_count"] <= MEMO_ROWS else measured_figures(*args)
-cal, cmp = figures["cal"], figures["cmp"]
+fig = figures(cat, db, chosen, info["file_sha256"], info["context_json"], calibrated)
+cal, cmp = fig.cal, fig.cmp
 
 above = cmp.filter(pl.col("status") == "above ceiling")
 m1, m2, m3, m4 = st.columns(4)
@@ -63,19 +73,20 @@ if above.height:
         icon=":material/warning:",
     )
 
-table = figures["table"]
+table = fig.table
 st.dataframe(
     table, hide_index=True, key="ms_table", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[11:18]}
 )
 table_download(table, f"measured vs predicted {names[chosen]}", key="ms_csv")
 
-st.altair_chart(figures["roof_chart"])
-chart_exports(figures["roof_chart"], "measured-roofline")
-if figures["batch_chart"] is None:
+roof_chart, batch_chart = measured_charts(cat, dataset_rows(db, chosen), fig)
+st.altair_chart(roof_chart)
+chart_exports(roof_chart, "measured-roofline")
+if batch_chart is None:
     st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
 else:
-    st.altair_chart(figures["batch_chart"])
-    chart_exports(figures["batch_chart"], "measured-throughput-batch")
+    st.altair_chart(batch_chart)
+    chart_exports(batch_chart, "measured-throughput-batch")
 
 st.subheader("Calibration")
 if cal is None or cal.is_empty():

@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.memo import memo
-from pages.ridges.figures import ridge_figures
-from pages.shared.state import catalogue, linked, page_param, presenting, scenario, split_list
+from core.catalogue.catalogue import Catalogue
+from core.present.figures import RidgeView, ridge_view
+from pages.shared.data import HASH_FUNCS, catalogue
+from pages.shared.params import presenting, scenario
 from pages.shared.ui import chart_exports, show_chart, table_download
+
+PRECISIONS = ["bf16", "fp8", "fp4", "int8", "fp16"]
+YEARS = (2016, 2026)
+
+
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
+def figures(
+    cat: Catalogue,
+    precision: str,
+    vendors: tuple[str, ...],
+    forms: tuple[str, ...],
+    years: tuple[int, int],
+    batch: int,
+    weights: str,
+    big: bool,
+) -> RidgeView:
+    return ridge_view(cat, precision, vendors, forms, years, batch, weights, big)
+
 
 st.title("Ridge points")
 st.caption(
@@ -19,43 +38,44 @@ sc = scenario()
 big = presenting()
 controls = st.expander("Controls", expanded=False) if big else st.container()
 c1, c2, c3, c4 = controls.columns([2, 2, 2, 2])
-linked("rd_precision", "bf16")
-linked("rd_vendor", [], split_list)
-linked("rd_form", [], split_list)
-linked("rd_year", (2016, 2026), lambda t: tuple(int(y) for y in t.split(",")))
 precision = c1.radio(
     "Precision",
-    ["bf16", "fp8", "fp4", "int8", "fp16"],
+    PRECISIONS,
     horizontal=True,
     key="rd_precision",
+    bind="query-params",
     help="Compute precision whose dense peak sets each ridge. Accelerators without it are absent, not zero.",
 )
-vendors = c2.multiselect("Vendor", sorted(cat.gpus["vendor"].unique()), key="rd_vendor", help="Show only these vendors.")
-forms = c3.multiselect("Form factor", sorted(cat.gpus["form_factor"].drop_nulls().unique()), key="rd_form", help="SXM, PCIe, OAM, chip ...")
-years = c4.slider("Year", 2016, 2026, key="rd_year", help="Year of release or announcement.")
-for name, value in (("rd_precision", precision), ("rd_vendor", vendors), ("rd_form", forms), ("rd_year", years)):
-    page_param(name, value)
-figures = memo(ridge_figures, cat, precision, tuple(vendors), tuple(forms), tuple(years), sc.batch, sc.weights, big)
-table, intensity = figures["table"], figures["intensity"]
-if table.is_empty():
+vendors = c2.multiselect(
+    "Vendor", sorted(cat.gpus["vendor"].unique()), key="rd_vendor", bind="query-params", help="Show only these vendors."
+)
+forms = c3.multiselect(
+    "Form factor",
+    sorted(cat.gpus["form_factor"].drop_nulls().unique()),
+    key="rd_form",
+    bind="query-params",
+    help="SXM, PCIe, OAM, chip ...",
+)
+years = c4.slider("Year", *YEARS, YEARS, key="rd_year", bind="query-params", help="Year of release or announcement.")
+fig = figures(cat, precision, tuple(vendors), tuple(forms), tuple(years), sc.batch, sc.weights, big)
+if fig.table.is_empty() or fig.chart is None or fig.shown is None or fig.groups is None:
     st.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
     st.stop()
-n_compute = int((table["bound"] == "compute").sum())
+n_compute = int((fig.table["bound"] == "compute").sum())
 st.metric(
     f"Compute-bound at batch {sc.batch} ({sc.weights} weights, {precision} peak)",
-    f"{n_compute} of {table.height} accelerators",
+    f"{n_compute} of {fig.table.height} accelerators",
     help="An accelerator is compute-bound for the decode matmuls once 2 × batch ÷ bytes per weight reaches its ridge.",
 )
 st.markdown(
-    f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{intensity:,.0f} FLOP/byte**. "
-    f"Compute-bound on **{n_compute}** of {table.height} accelerators."
+    f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{fig.intensity:,.0f} FLOP/byte**. "
+    f"Compute-bound on **{n_compute}** of {fig.table.height} accelerators."
 )
-show_chart(figures["chart"])
-chart_exports(figures["chart"], f"ridges-{precision}")
-shown = figures["shown"]
-st.dataframe(shown, hide_index=True, key="rd_table")
-table_download(shown, f"ridges {precision}")
+show_chart(fig.chart)
+chart_exports(fig.chart, f"ridges-{precision}")
+st.dataframe(fig.shown, hide_index=True, key="rd_table")
+table_download(fig.shown, f"ridges {precision}")
 
 st.subheader("By precision")
-show_chart(figures["groups"])
-chart_exports(figures["groups"], "ridges-by-precision")
+show_chart(fig.groups)
+chart_exports(fig.groups, "ridges-by-precision")

@@ -7,130 +7,92 @@ import time
 import polars as pl
 import streamlit as st
 
-from core.ceilings import ceiling, ceilings_by_batch, operation_table
-from core.charts import roofline_spec
-from core.memo import memo
-from core.precisions import PEAK_PRECISIONS, default_compute, effective_compute
-from core.roofline import SWEEP_BATCHES, operating_points, plain_reading, roof_lines
-from core.tables import operations_display
+from core.catalogue.catalogue import Catalogue
+from core.model.roofline import SWEEP_BATCHES
+from core.model.scenario import Scenario
+from core.present.figures import RooflineAt, RooflineView, roofline_at, roofline_view
 from pages.roofline.terms import explain_terms
-from pages.shared.state import (
-    calibration_factors,
-    catalogue,
-    current,
-    linked,
-    page_param,
-    presenting,
-    request,
-    scenario,
-    set_now,
-    split_list,
-)
-from pages.shared.ui import chart_exports, show_chart, table_download
+from pages.shared.data import HASH_FUNCS, catalogue
+from pages.shared.params import labels, presenting, scenario
+from pages.shared.ui import chart_exports, keep_options, show_chart, table_download
+from pages.shared.widgets import scenario_input
+
+PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
+
+
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
+def view(cat: Catalogue, sc: Scenario, overlay: tuple[str, ...], precisions: tuple[str, ...]) -> RooflineView:
+    return roofline_view(cat, sc.model_copy(update={"batch": 1}), overlay, precisions)
+
+
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=256, show_spinner=False)
+def at(
+    cat: Catalogue, sc: Scenario, overlay: tuple[str, ...], precisions: tuple[str, ...], big: bool, operations: bool = True
+) -> RooflineAt:
+    return roofline_at(cat, view(cat, sc, overlay, precisions), sc, big=big, operations=operations)
+
 
 st.title("Roofline")
 cat = catalogue()
-state = current()
-sc = scenario()
-gpu_names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
-used, _ = effective_compute(sc.compute or default_compute(sc.weights), {p: cat.gpu(sc.gpu)[f"peak_{p}"] for p in PEAK_PRECISIONS})
-
+names = labels(cat, "accelerator")
 big = presenting()
 controls = st.expander("Controls", expanded=False) if big else st.container()
 c1, c2, c3 = controls.columns([3, 2, 2])
-linked("rf_precisions", [used or "bf16"], split_list)
-linked("rf_eff_b", 1.0, float)
-linked("rf_eff_c", 1.0, float)
-others = c1.multiselect(
+gpu = scenario().gpu
+others = [g for g in names if g != gpu]
+keep_options("rf_compare", others)
+overlay = c1.multiselect(
     "Overlay accelerators",
-    [g for g in gpu_names if g != sc.gpu],
-    default=[g for g in state["compare"].split(",") if g and g != sc.gpu],
-    format_func=gpu_names.get,
-    help="Draw other accelerators' roofs beside the scenario's.",
+    others,
+    format_func=names.__getitem__,
     key="rf_compare",
-    on_change=lambda: set_now(compare=",".join(st.session_state["rf_compare"])),
+    bind="query-params",
+    help="Draw other accelerators' roofs beside the scenario's.",
 )
 precisions = c2.multiselect(
     "Precisions",
-    ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"],
-    help="Compute roofs to draw (dense peaks). Unsupported precisions draw no roof.",
+    PRECISIONS,
     key="rf_precisions",
+    bind="query-params",
+    placeholder="the scenario's compute format",
+    help="Compute roofs to draw (dense peaks); empty: the format the scenario computes in. Unsupported precisions draw no roof.",
 )
-eff_b = c3.slider(
-    "Bandwidth efficiency",
-    0.3,
-    1.0,
-    step=0.05,
-    key="rf_eff_b",
-    help="Share of peak bandwidth reachable in practice; below 1 a derated roof is drawn.",
+with c3:
+    scenario_input("eff_bandwidth")
+    scenario_input("eff_compute")
+play = controls.button(
+    "Play", icon=":material/play_arrow:", help="Sweep the batch from 1 to 1024 and watch the points move.", key="rf_play"
 )
-eff_c = c3.slider("Compute efficiency", 0.3, 1.0, step=0.05, key="rf_eff_c", help="Share of peak FLOP/s reachable in practice.")
-for name, value in (("rf_precisions", precisions), ("rf_eff_b", eff_b), ("rf_eff_c", eff_c)):
-    page_param(name, value)
-b1, b2 = controls.columns([6, 1])
-if st.session_state.get("rf_batch", sc.batch) != sc.batch:
-    st.session_state["rf_batch"] = sc.batch  # the shared batch changed elsewhere (sidebar, Play, link)
-b1.select_slider(
-    "Decode batch",
-    sorted({*SWEEP_BATCHES, sc.batch}),
-    value=sc.batch,
-    key="rf_batch",
-    help="Sequences decoded together (shared with every page).",
-    on_change=lambda: set_now(batch=st.session_state["rf_batch"]),
-)
-play = b2.button("Play", icon=":material/play_arrow:", help="Sweep the batch from 1 to 1024 and watch the points move.", key="rf_play")
 
-sc = scenario(eff_bandwidth=eff_b, eff_compute=eff_c)
-# what does not depend on the batch is computed once per scenario and shared across reruns and sessions
-at_batch_1 = sc.model_copy(update={"batch": 1})
-ladder = memo(ceilings_by_batch, cat, at_batch_1, tuple(SWEEP_BATCHES))
-result = ladder[sc.batch] if sc.batch in ladder else memo(ceiling, cat, sc)
-headline = st.empty()
-gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *others]))
-roofs = roof_lines(gpus, precisions or [result["compute_used"]], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute)
-if calibration_factors():
-    c3.caption(
-        f"Calibrated model on (sidebar): bandwidth {sc.eff_bandwidth:.0%}, compute {sc.eff_compute:.0%}, {sc.overhead_s * 1e3:.2f} ms/step."
+sc, lines = scenario(), (tuple(overlay), tuple(precisions))
+headline, chart_box, batch_label = st.empty(), st.empty(), st.empty()
+
+
+def draw(shown: RooflineAt, batch: int) -> None:
+    """The headline, the chart and the batch line of one batch."""
+    step = shown.points.filter(pl.col("point") == "decode step").row(0, named=True)
+    headline.metric(
+        f"Decode at batch {batch}: {step['bound']}-bound",
+        f"{step['share_of_peak']:.1%} of peak compute",
+        help=f"Whole decode step at {step['intensity']:.1f} FLOP/byte against a ridge of {step['ridge']:.0f} FLOP/byte.",
     )
-paths = memo(operating_points, cat, at_batch_1, tuple(SWEEP_BATCHES))
-title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {gpu_names[sc.gpu]} · weights {sc.weights}, KV {sc.kv}"
-chart_box, batch_label = st.empty(), st.empty()
-
-
-def points_at(batch: int) -> pl.DataFrame:
-    """Operating points at one batch (the paths already hold every power of two)."""
-    if batch in SWEEP_BATCHES:
-        return paths.filter(pl.col("batch") == batch)
-    return memo(operating_points, cat, sc.model_copy(update={"batch": batch}))
-
-
-def draw(batch: int) -> tuple[dict[str, object], pl.DataFrame]:
-    pts = points_at(batch)
-    chart = roofline_spec(roofs, pts, paths, title=title, **({"width": 1080, "height": 620} if big else {}))
-    show_chart(chart, chart_box)
-    matmul = pts.filter(pl.col("point") == "decode matmul")["intensity"][0]
+    show_chart(shown.chart, chart_box, width="stretch" if big else "content")
+    matmul = shown.points.filter(pl.col("point") == "decode matmul")["intensity"][0]
     batch_label.markdown(f"**Batch {batch}** · decode matmul at {matmul:.1f} FLOP/byte")
-    return chart, pts
 
 
-if play:
+if play:  # the frames of the sweep; the scenario's batch stays as it is
     for b in SWEEP_BATCHES:
-        draw(b)
+        draw(at(cat, sc.model_copy(update={"batch": b}), *lines, big, operations=False), b)
         time.sleep(0.35)
-    request(batch=SWEEP_BATCHES[-1])
-    st.rerun()
-chart, points = draw(sc.batch)
-step = points.filter(pl.col("point") == "decode step").row(0, named=True)
-headline.metric(
-    f"Decode at batch {sc.batch}: {step['bound']}-bound",
-    f"{step['share_of_peak']:.1%} of peak compute",
-    help=f"Whole decode step at {step['intensity']:.1f} FLOP/byte against a ridge of {step['ridge']:.0f} FLOP/byte.",
-)
-chart_exports(chart, "roofline")
-st.info(plain_reading(points, result), icon=":material/lightbulb:")
+shown = at(cat, sc, *lines, big)
+draw(shown, sc.batch)
+chart_exports(shown.chart, "roofline")
+st.info(shown.reading, icon=":material/lightbulb:")
 
 st.subheader("Decode step, operation by operation")
-ops = operations_display(memo(operation_table, cat, sc))
+ops = shown.operations
+assert ops is not None
 st.dataframe(
     ops,
     hide_index=True,

@@ -1,33 +1,20 @@
-"""Shared renderers: table download, chart export buttons, empty states."""
+"""Shared renderers: table and chart downloads, drawing a chart spec, keeping a bound widget's value among its options."""
 
 from __future__ import annotations
 
-import copy
 import re
+from collections.abc import Sequence
+from typing import Any
 
-import altair as alt
 import polars as pl
-import pyarrow as pa
 import streamlit as st
 
-from core.charts import export_chart
+from core.present.charts import export_chart
+from core.present.tables import csv_safe
 
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "export"
-
-
-def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
-    """Neutralise cells a spreadsheet would run as a formula (= + - @ at the start)."""
-    exprs = []
-    for name, dtype in frame.schema.items():
-        if dtype == pl.String:
-            exprs.append(
-                pl.when(pl.col(name).str.contains(r"^[=+\-@\t\r]")).then(pl.lit("'") + pl.col(name)).otherwise(pl.col(name)).alias(name)
-            )
-        elif isinstance(dtype, pl.List):
-            exprs.append(pl.col(name).cast(pl.List(pl.String)).list.join("; ").alias(name))
-    return frame.with_columns(exprs) if exprs else frame
 
 
 def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) -> None:
@@ -49,8 +36,8 @@ EXPORTS = (
 )
 
 
-def chart_exports(chart: alt.TopLevelMixin | dict[str, object], name: str) -> None:
-    """PNG and SVG download buttons rendering the same chart offline (vl-convert), side by side."""
+def chart_exports(chart: Any, name: str) -> None:
+    """PNG and SVG download buttons rendering the same chart (an Altair chart or its spec) offline, side by side."""
     row = st.container(horizontal=True)
     slug = _slug(name)
     for label, ext, mime, text in EXPORTS:
@@ -65,42 +52,13 @@ def chart_exports(chart: alt.TopLevelMixin | dict[str, object], name: str) -> No
         )
 
 
-def show_chart(chart: alt.TopLevelMixin | dict[str, object], target: object | None = None, *, width: str = "content") -> None:
-    """Draw an Altair chart (or its spec dict) without re-validating it (the builders are tested).
-
-    A spec dict may be shared (core.memo): Streamlit edits the spec it is
-    given, so it gets its own copy.
-    """
-    spec = chart if isinstance(chart, dict) else chart.to_dict(validate=False)
-    (target or st).vega_lite_chart(with_arrow_datasets(spec), width=width)  # type: ignore[attr-defined]
-
-
-def with_arrow_datasets(spec: dict[str, object]) -> dict[str, object]:
-    """A copy of `spec` whose named datasets (lists of rows) are Arrow IPC bytes.
-
-    Streamlit sends a chart's datasets as Arrow; rows it converts through
-    pandas (~6 ms per dataset), bytes it passes on as they are. `spec` itself
-    is left alone (its rows still serve the PNG/SVG export).
-    """
-    datasets = spec.get("datasets")
-    out = copy.deepcopy({k: v for k, v in spec.items() if k != "datasets"})
-    if isinstance(datasets, dict):
-        out["datasets"] = {name: _arrow_bytes(rows) if isinstance(rows, list) else rows for name, rows in datasets.items()}
-    return out
-
-
-def _arrow_bytes(rows: list[dict[str, object]]) -> bytes:
-    table = pl.DataFrame(rows, infer_schema_length=None).to_arrow()
-    # plain utf8 strings, as Streamlit's own conversion writes them (not large or view types)
-    table = table.cast(pa.schema([pa.field(f.name, pa.string() if pa.types.is_large_string(f.type) else f.type) for f in table.schema]))
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return bytes(sink.getvalue().to_pybytes())
+def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "content") -> None:
+    """Draw a chart's Vega-Lite spec (the builders are tested; Streamlit need not validate it again)."""
+    (target or st).vega_lite_chart(spec, width=width)
 
 
 def parquet_download(data: bytes, name: str, *, key: str | None = None) -> None:
-    """A Parquet download button (bytes from a core function, e.g. core.sweep_query.parquet_bytes)."""
+    """A Parquet download button (bytes from a core function, e.g. core.present.tables.parquet_bytes)."""
     st.download_button(
         ":material/download: Parquet",
         data,
@@ -114,3 +72,18 @@ def parquet_download(data: bytes, name: str, *, key: str | None = None) -> None:
 def number_columns(frame: pl.DataFrame, fmt: str = "%.4g") -> dict[str, object]:
     """column_config that shows every float column of `frame` to 4 significant digits (the data keeps full precision)."""
     return {c: st.column_config.NumberColumn(format=fmt) for c, t in frame.schema.items() if t == pl.Float64}
+
+
+def keep_options(key: str, options: Sequence[Any]) -> None:
+    """Before a bound selection widget is drawn: drop from its value what is no longer an option.
+
+    Streamlit would show the widget without them but leave them in the link;
+    setting the value first keeps the two in step.
+    """
+    value = st.session_state.get(key)
+    if isinstance(value, list):
+        kept = [v for v in value if v in options]
+        if kept != value:
+            st.session_state[key] = kept
+    elif value is not None and value not in options and options:
+        st.session_state[key] = options[0]

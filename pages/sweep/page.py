@@ -4,28 +4,38 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.sweep import scenario_grid
-from core.sweep_query import answer, filter_results, parquet_bytes, sweep_chunks, sweep_display
-from pages.shared.state import catalogue
-from pages.shared.ui import number_columns, parquet_download, table_download
+from core.model.sweep import filter_results, scenario_grid, sweep_chunks
+from core.present.readings import sweep_answer
+from core.present.tables import parquet_bytes, sweep_display
+from pages.shared.data import catalogue
+from pages.shared.params import labels
+from pages.shared.ui import keep_options, number_columns, parquet_download, table_download
 
 st.title("Sweep explorer")
 st.caption(
     "Every combination of the axes below is evaluated (decode ceilings, TTFT, memory fit); then filter the result by what it delivers."
 )
 cat = catalogue()
-gpus = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
-models = {m: r.name for m, r in cat.records.items()}
+gpus, models = labels(cat, "accelerator"), labels(cat, "model")
 DEFAULT_GPUS = ["a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "mi325x", "gaudi3", "l40s"]
 
 c1, c2 = st.columns(2)
-pick_gpus = c1.multiselect("Accelerators", list(gpus), DEFAULT_GPUS, format_func=gpus.get, key="sw_gpus", help="Accelerators to sweep.")
+pick_gpus = c1.multiselect(
+    "Accelerators",
+    list(gpus),
+    DEFAULT_GPUS,
+    format_func=gpus.__getitem__,
+    key="sw_gpus",
+    bind="query-params",
+    help="Accelerators to sweep.",
+)
 pick_models = c2.multiselect(
     "Models",
     list(models),
     ["llama-3.1-70b"],
-    format_func=models.get,
+    format_func=models.__getitem__,
     key="sw_models",
+    bind="query-params",
     help="Models to sweep (shapes from their config.json).",
 )
 c1, c2, c3, c4 = st.columns(4)
@@ -34,15 +44,26 @@ weights = c1.multiselect(
     ["bf16", "fp8", "int8", "int4", "fp4"],
     ["fp8"],
     key="sw_weights",
+    bind="query-params",
     help="Weight formats; compute runs at each format's default (fp8 in fp8, int4 in bf16).",
 )
 batches = c2.multiselect(
-    "Batches (sequences)", [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024], [1, 16, 64, 256], key="sw_batches", help="Decode batch sizes."
+    "Batches (sequences)",
+    [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+    [1, 16, 64, 256],
+    key="sw_batches",
+    bind="query-params",
+    help="Decode batch sizes.",
 )
 contexts = c3.multiselect(
-    "Contexts (tokens)", [1024, 4096, 8192, 16384, 32768, 131072], [4096], key="sw_contexts", help="Tokens in each sequence's KV cache."
+    "Contexts (tokens)",
+    [1024, 4096, 8192, 16384, 32768, 131072],
+    [4096],
+    key="sw_contexts",
+    bind="query-params",
+    help="Tokens in each sequence's KV cache.",
 )
-counts = c4.multiselect("GPU counts", [1, 2, 4, 8, 16], [1, 2, 4, 8], key="sw_counts", help="Tensor-parallel degrees.")
+counts = c4.multiselect("GPU counts", [1, 2, 4, 8, 16], [1, 2, 4, 8], key="sw_counts", bind="query-params", help="Tensor-parallel degrees.")
 missing = [
     name
     for name, chosen in (
@@ -68,11 +89,14 @@ bar.empty()
 
 st.subheader("Filter by result")
 f0, f1, f2, f3, f4 = st.columns(5)
+at_options = ["any", *sorted(batches)]
+keep_options("sw_at_batch", at_options)
 at_batch = f0.selectbox(
     "At batch",
-    ["any", *sorted(batches)],
+    at_options,
     index=1 + sorted(batches).index(64) if 64 in batches else 0,
     key="sw_at_batch",
+    bind="query-params",
     help="Keep one decode batch of the sweep, or any.",
 )
 tpot = f1.number_input(
@@ -82,19 +106,42 @@ tpot = f1.number_input(
     20.0,
     1.0,
     key="sw_tpot",
+    bind="query-params",
     help="Latency between output tokens per user, in ms; 0 = no limit.",
 )
 ttft = f2.number_input(
-    "Time to first token ≤ (s)", 0.0, 600.0, 0.0, 0.1, key="sw_ttft", help="Prefill of one prompt, in seconds; 0 = no limit."
+    "Time to first token ≤ (s)",
+    0.0,
+    600.0,
+    0.0,
+    0.1,
+    key="sw_ttft",
+    bind="query-params",
+    help="Prefill of one prompt, in seconds; 0 = no limit.",
 )
 total = f3.number_input(
-    "Tokens/s total ≥", 0.0, 1e9, 0.0, 100.0, key="sw_total", help="Output tokens per second over the batch; 0 = no limit."
+    "Tokens/s total ≥",
+    0.0,
+    1e9,
+    0.0,
+    100.0,
+    key="sw_total",
+    bind="query-params",
+    help="Output tokens per second over the batch; 0 = no limit.",
 )
 bound = f4.selectbox(
-    "Decode is", ["any", "memory", "compute", "communication"], key="sw_bound", help="Which wall the decode step is pressed against."
+    "Decode is",
+    ["any", "memory", "compute", "communication"],
+    key="sw_bound",
+    bind="query-params",
+    help="Which wall the decode step is pressed against.",
 )
 fits_only = st.toggle(
-    "Only scenarios that fit in memory", True, key="sw_fits", help="Weights + KV cache within the GPUs' memory less a 10% reserve."
+    "Only scenarios that fit in memory",
+    True,
+    key="sw_fits",
+    bind="query-params",
+    help="Weights + KV cache within the GPUs' memory less a 10% reserve.",
 )
 matched = filter_results(
     result,
@@ -105,7 +152,7 @@ matched = filter_results(
     fits_only=fits_only,
     batch=None if at_batch == "any" else int(at_batch),
 )
-message = answer(result, matched)
+message = sweep_answer(result, matched)
 (st.info if matched.height else st.warning)(message, icon=":material/checklist:")
 shown = sweep_display(matched.sort("num_gpus", "time_per_output_token_s", nulls_last=True))
 if matched.height:

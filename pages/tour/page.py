@@ -5,12 +5,37 @@ from __future__ import annotations
 import polars as pl
 import streamlit as st
 
-from core.charts import ridge_bars, roofline_spec
-from core.memo import memo
-from core.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_table, roof_lines
-from core.tour import batching_table, faster_bandwidth_gpu, moves_table, steps
-from pages.shared.state import catalogue, linked, page_param, scenario
+from core.catalogue.catalogue import Catalogue
+from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_table, roof_lines
+from core.model.scenario import Scenario
+from core.present.charts import ridge_bars, roofline_chart
+from core.present.tour import Step, batching_table, faster_bandwidth_gpu, moves_table, steps
+from pages.shared.data import HASH_FUNCS, catalogue
+from pages.shared.params import scenario
 from pages.shared.ui import show_chart
+
+cached = st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
+
+
+@cached
+def tour(cat: Catalogue, sc: Scenario) -> list[Step]:
+    return steps(cat, sc)
+
+
+@cached
+def paths(cat: Catalogue, sc: Scenario) -> pl.DataFrame:
+    return operating_points(cat, sc.model_copy(update={"batch": 1}), SWEEP_BATCHES)
+
+
+@cached
+def batching(cat: Catalogue, sc: Scenario) -> pl.DataFrame:
+    return batching_table(cat, sc)
+
+
+@cached
+def moves(cat: Catalogue, sc: Scenario) -> pl.DataFrame:
+    return moves_table(cat, sc, faster_bandwidth_gpu(cat, sc.gpu))
+
 
 st.title("Guided tour")
 st.caption(
@@ -18,41 +43,34 @@ st.caption(
 )
 cat = catalogue()
 sc = scenario()
-tour = memo(steps, cat, sc)
-linked("tour_step", tour[0].title)
-choice = st.radio("Step", [s.title for s in tour], horizontal=True, key="tour_step", help="Walk the argument in order, or jump to a step.")
-page_param("tour_step", choice)
-step = next(s for s in tour if s.title == choice)
+walk = tour(cat, sc)
+choice = st.radio(
+    "Step",
+    [s.title for s in walk],
+    horizontal=True,
+    key="tour_step",
+    bind="query-params",
+    help="Walk the argument in order, or jump to a step.",
+)
+step = next(s for s in walk if s.title == choice)
 
 st.subheader(step.title)
 st.markdown(step.text)
-paths = memo(operating_points, cat, sc.model_copy(update={"batch": 1}), tuple(SWEEP_BATCHES))  # shared with the roofline page
-result_prec = paths["compute_used"][0] or "bf16"
+sweep = paths(cat, sc)
+prec = sweep["compute_used"][0] or "bf16"
+roofs = roof_lines(cat.gpus.filter(pl.col("id") == sc.gpu), [prec])
 if step.chart in ("roofline", "points"):
-    roofs = roof_lines(cat.gpus.filter(pl.col("id") == sc.gpu), [result_prec])
-    pts = paths.filter(pl.col("batch") == 1) if step.chart == "points" else paths.clear()
-    show_chart(roofline_spec(roofs, pts, None, title=f"{cat.gpu(sc.gpu)['name']} · {result_prec}"))
+    pts = sweep.filter(pl.col("batch") == 1) if step.chart == "points" else sweep.clear()
+    show_chart(roofline_chart(roofs, pts, None, title=f"{cat.gpu(sc.gpu).name} · {prec}").to_dict(validate=False))
 elif step.chart == "ridges":
-    show_chart(
-        ridge_bars(
-            ridge_table(cat.gpus, result_prec, sc.batch, sc.weights),
-            decode_matmul_intensity(sc.batch, sc.weights),
-            title=f"Ridge points at {result_prec}",
-        )
-    )
+    ridges = ridge_table(cat.gpus, prec, sc.batch, sc.weights)
+    show_chart(ridge_bars(ridges, decode_matmul_intensity(sc.batch, sc.weights), title=f"Ridge points at {prec}").to_dict(validate=False))
 elif step.chart == "batching":
-    roofs = roof_lines(cat.gpus.filter(pl.col("id") == sc.gpu), [result_prec])
-    show_chart(
-        roofline_spec(
-            roofs,
-            paths.filter(pl.col("point") == "decode matmul"),
-            paths.filter(pl.col("point") == "decode matmul"),
-            title="Decode matmuls from batch 1 to 1024",
-        )
-    )
-    st.dataframe(memo(batching_table, cat, sc), hide_index=True, key="tour_batching")
+    matmuls = sweep.filter(pl.col("point") == "decode matmul")
+    show_chart(roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1024").to_dict(validate=False))
+    st.dataframe(batching(cat, sc), hide_index=True, key="tour_batching")
 elif step.chart == "attention":
-    attn = paths.filter(pl.col("point").is_in(["decode attention", "decode matmul"])).select("point", "batch", "intensity", "bound")
+    attn = sweep.filter(pl.col("point").is_in(["decode attention", "decode matmul"])).select("point", "batch", "intensity", "bound")
     st.dataframe(
         attn.pivot(on="point", index="batch", values="intensity"),
         hide_index=True,
@@ -61,7 +79,7 @@ elif step.chart == "attention":
     )
 elif step.chart == "moves":
     st.dataframe(
-        memo(moves_table, cat, sc, faster_bandwidth_gpu(cat, sc.gpu)),
+        moves(cat, sc),
         hide_index=True,
         key="tour_moves",
         column_config={

@@ -7,9 +7,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.catalogue import load_catalogue
-from core.ceilings import evaluate
-from core.importers import import_file, list_datasets
+from core.catalogue.catalogue import load_catalogue
+from core.evidence.importers import import_file, list_datasets
+from core.model.ceilings import evaluate
+from core.present.text import escape_markdown
 from core.store import get_store
 from tests.app.conftest import chart_frames
 
@@ -96,9 +97,9 @@ def test_turning_calibration_off_shows_its_empty_state(open_page, dataset):
 @pytest.fixture
 def read_only_store(tmp_path, monkeypatch):
     """ROOFLINE_READ_ONLY=1 on a store file holding one dataset; the app's cached store is reopened before and after."""
-    from core.importers import ImportContext
+    from core.evidence.importers import ImportContext
     from core.store import Store
-    from pages.shared import state
+    from pages.shared import data
 
     db = tmp_path / "demo.duckdb"
     rw = Store(db)
@@ -108,10 +109,10 @@ def read_only_store(tmp_path, monkeypatch):
     rw.close()
     monkeypatch.setenv("ROOFLINE_DB", str(db))
     monkeypatch.setenv("ROOFLINE_READ_ONLY", "1")
-    state.store.clear()  # st.cache_resource outlives an AppTest: open the read-only store now ...
+    data.store.clear()  # st.cache_resource outlives an AppTest: open the read-only store now ...
     yield db
     get_store(db).close()
-    state.store.clear()  # ... and the session's private store again afterwards
+    data.store.clear()  # ... and the session's private store again afterwards
 
 
 def test_read_only_upload_is_kept_in_this_session_and_no_other(open_page, read_only_store):
@@ -162,5 +163,6 @@ def test_read_only_catalogue_refuses_custom_entries_with_a_message(open_page, re
     next(t for t in at.text_input if t.label == "Source URL").set_value("https://example.com/sheet")
     at.number_input(key="custom_peak_bf16").set_value(500.0)
     next(b for b in at.button if b.label == "Add accelerator").click().run()
-    assert any("Not added: the store is read-only (ROOFLINE_READ_ONLY=1)" in e.value for e in at.error), [e.value for e in at.error]
+    refusal = "Not added: " + escape_markdown("the store is read-only (ROOFLINE_READ_ONLY=1)")
+    assert any(refusal in e.value for e in at.error), [e.value for e in at.error]
     assert read_only_store.read_bytes() == before

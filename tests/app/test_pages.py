@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from core.present.text import escape_markdown
 from tests.app.conftest import chart_frames
 
 PAGES = ["home", "roofline", "ridges", "catalogue"]
@@ -47,13 +48,15 @@ def test_roofline_chart_holds_the_h100_ridge_and_the_batch_independent_attention
     assert mm.filter(pl.col("batch") == 512)["intensity"].item() > 15 * mm.filter(pl.col("batch") == 1)["intensity"].item()
 
 
-def test_roofline_batch_slider_moves_the_decode_matmul_point(open_page):
-    """Moving the batch slider to 256 puts the decode matmul near 256 FLOP/byte and keeps it shared."""
+def test_roofline_batch_moves_the_decode_matmul_point(open_page):
+    """Setting the (shared) batch to 256 moves the chart's operating points to batch 256 (one batch control, the sidebar's)."""
     at = open_page("roofline")
-    at.select_slider(key="rf_batch").set_value(256).run()
+    at.number_input(key="batch").set_value(256).run()
     assert not at.exception
     assert "Batch 256" in " ".join(m.value for m in at.markdown)
-    assert at.number_input(key="sc_batch").value == 256
+    points = next(f for f in chart_frames(at) if "share_of_peak" in f.columns and f["batch"].n_unique() == 1)
+    assert points["batch"].unique().to_list() == [256]
+    assert not [s for s in at.select_slider if s.key == "rf_batch"]  # no second batch control
 
 
 def test_roofline_draws_a_derated_roof_when_efficiency_is_below_one(open_page):
@@ -98,17 +101,17 @@ def test_catalogue_counts_and_search(open_page):
 def test_an_unknown_gpu_in_a_link_falls_back_with_a_message(open_page):
     """A link naming an unknown accelerator keeps the app running and says what was ignored."""
     at = open_page("home", gpu="h1000")
-    assert any("gpu='h1000'" in w.value for w in at.warning)
-    assert at.selectbox(key="sc_gpu").value == "h100-sxm"
+    assert any(escape_markdown("gpu='h1000'") in w.value for w in at.warning)
+    assert at.selectbox(key="gpu").value == "h100-sxm"
 
 
 def test_a_calibrated_model_in_the_link_applies_to_every_page(open_page):
     """cal=bw,compute,overhead in a link switches the calibrated model on: the overview's ceiling uses those factors."""
-    from core.catalogue import load_catalogue
-    from core.ceilings import ceiling
-    from core.specs import Scenario
+    from core.catalogue.catalogue import load_catalogue
+    from core.model.ceilings import ceiling
+    from core.model.scenario import Scenario
+    from core.present.text import si
     from core.store import get_store
-    from core.units import si
 
     at = open_page("home", gpu="h100-sxm", model="llama-3.1-8b", batch="1", cal="0.8,1,0.0004")
     assert at.toggle(key="use_calibration").value is True

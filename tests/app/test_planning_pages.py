@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from core.ceilings import ceiling
-from core.specs import Scenario
+from core.model.ceilings import ceiling
+from core.model.scenario import Scenario
 from tests.app.conftest import chart_frames
 
 PLANNING_PAGES = ["calculator", "compare", "sweep"]
@@ -54,9 +54,9 @@ def test_calculator_frontier_and_what_ifs(open_page):
 def test_calculator_speculative_decoding_changes_the_time_per_token(open_page):
     """A draft of 4 tokens at 70% acceptance gives (1 - 0.7^5) / 0.3 = 2.77 tokens per cycle; the metric is cycle / 2.77."""
     at = open_page("calculator", gpu="h100-sxm", model="llama-3.1-8b", batch="1", context="1024")
-    at.number_input(key="calc_k").set_value(4).run()
+    at.number_input(key="spec_draft_len").set_value(4).run()
     assert not at.exception
-    from core.units import duration
+    from core.present.text import duration
 
     sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=1, context=1024, spec_draft_len=4, spec_draft_model="llama-3.2-1b")
     r = ceiling(_cat(), sc)
@@ -121,7 +121,7 @@ def test_sweep_with_an_empty_axis_says_which(open_page):
 
 
 def _cat():
-    from core.catalogue import load_catalogue
+    from core.catalogue.catalogue import load_catalogue
     from core.store import get_store
 
     return load_catalogue(get_store())

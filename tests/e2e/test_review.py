@@ -27,17 +27,18 @@ def test_a_link_on_a_fresh_server_reproduces_the_view(fresh_server, page):
     # the page's own controls: two precisions and a derated bandwidth
     expect(page.locator("[data-testid='stMultiSelect']").filter(has_text="Precisions").get_by_text("fp8")).to_have_count(1)
     expect(page.locator("[data-testid='stSlider']").filter(has_text="Bandwidth efficiency")).to_contain_text("0.80")
-    # the share link carries all of it
-    expect(page.locator("[data-testid='stCode']")).to_contain_text("rf_eff_b=0.8")
+    # the share link carries all of it (the link above was in an older form: a comma list, the old name of the bandwidth control)
+    expect(page.locator("[data-testid='stCode']")).to_contain_text("eff_bandwidth=0.8")
     link = page.locator("[data-testid='stCode']").inner_text()
-    for part in ("gpu=b200", "model=llama-3.1-70b", "num_gpus=2", "batch=64", "context=8192", "rf_precisions=bf16%2Cfp8", "rf_eff_b=0.8"):
+    parts = ("gpu=b200", "model=llama-3.1-70b", "num_gpus=2", "batch=64", "context=8192", "rf_precisions=bf16", "rf_precisions=fp8")
+    for part in (*parts, "eff_bandwidth=0.8"):
         assert part in link
     expect(page.locator("[data-testid='stMetric']").first).to_contain_text("Decode at batch 64: memory-bound")
     screenshot(page, "review-link-roofline")
 
 
 def test_presentation_mode_hides_the_controls_and_leads_with_the_figure(server, page):
-    """With present=1 the sidebar shows no scenario widgets, the page controls fold away, the headline metric leads."""
+    """With present=1 the sidebar's scenario widgets fold into one line, the page controls fold away, the headline metric leads."""
     page.goto(server.url("ridges?batch=256&present=1"))
     wait_ready(page)
     page.get_by_text("Compute-bound at batch 256").wait_for()

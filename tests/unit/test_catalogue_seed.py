@@ -113,9 +113,9 @@ def test_unsupported_precisions_are_null_never_zero(cat):
     """No peak column holds 0; fp8 on A100 and fp4 on H100 are null."""
     peaks = [c for c in cat.gpus.columns if c.startswith("peak_")]
     assert cat.gpus.select([(pl.col(c) == 0).sum() for c in peaks]).sum_horizontal().item() == 0
-    assert cat.gpu("a100-80gb-sxm")["peak_fp8"] is None
-    assert cat.gpu("h100-sxm")["peak_fp4"] is None
-    assert cat.gpu("v100-sxm")["peak_bf16"] is None
+    assert cat.gpu("a100-80gb-sxm").peak_fp8 is None
+    assert cat.gpu("h100-sxm").peak_fp4 is None
+    assert cat.gpu("v100-sxm").peak_bf16 is None
 
 
 @pytest.mark.parametrize(
@@ -135,12 +135,12 @@ def test_unsupported_precisions_are_null_never_zero(cat):
 )
 def test_datasheet_anchors_are_dense_and_decimal(cat, gpu, field, expected, source):
     """Anchor figures read as dense peaks in decimal units."""
-    assert cat.gpu(gpu)[field] == pytest.approx(expected, rel=1e-3), source
+    assert getattr(cat.gpu(gpu), field) == pytest.approx(expected, rel=1e-3), source
 
 
 def test_unknown_accelerator_suggests_the_closest_ids(cat):
     """An unknown id names itself and offers the closest known ids."""
-    from core.catalogue import UnknownIdError
+    from core.catalogue.catalogue import UnknownIdError
 
     with pytest.raises(UnknownIdError, match="did you mean h100-sxm") as err:
         cat.gpu("h100-sxn")

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.catalogue import Catalogue
-from core.ceilings import ceiling, operation_table
-from core.model_costs import summary
-from core.specs import Scenario
+from core.catalogue.catalogue import Catalogue
+from core.catalogue.operations import summary
+from core.model.ceilings import ceiling, operation_table
+from core.model.scenario import Scenario
 
 H100_BW = 3.35e12  # byte/s, data/seed/accelerators.csv
 H100_BF16 = 989.4e12  # FLOP/s dense

@@ -9,10 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import core.importers as importers
-from core.importers import ImportFileError, import_file, list_datasets, rename_dataset
+import core.evidence.importers as importers
+from core.evidence.importers import ImportFileError, import_file, list_datasets, rename_dataset
+from core.present.tables import csv_safe
 from core.store import Store
-from pages.shared.ui import csv_safe
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.importers import ImportContext, ImportFileError, import_file, list_datasets
+from core.evidence.importers import ImportContext, ImportFileError, import_file, list_datasets
 from core.store import Store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -10,9 +10,11 @@ import pytest
 from pydantic import ValidationError
 
 from core.cli import main
-from core.importers import ImportContext, dataset_rows, delete_dataset, import_file, list_datasets, parse_file, rename_dataset
-from core.matching import NoMatchError, match_accelerator, match_model
-from core.measurements import Measurement, calibrate, compare
+from core.evidence.calibration import calibrate
+from core.evidence.compare import compare
+from core.evidence.importers import ImportContext, dataset_rows, delete_dataset, import_file, list_datasets, parse_file, rename_dataset
+from core.evidence.matching import NoMatchError, match_accelerator, match_model
+from core.evidence.measurements import Measurement
 from core.store import Store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -176,7 +178,7 @@ def test_dataset_is_listed_renamed_and_deleted_in_one_transaction(tmp_path):
 
 def test_a_failed_write_rolls_back(tmp_path, monkeypatch):
     """An error after the dataset row is inserted leaves neither the dataset nor any measurement."""
-    import core.importers as imp
+    import core.evidence.importers as imp
 
     s = Store(tmp_path / "r.duckdb")
     real = imp.read_sql
@@ -222,7 +224,7 @@ def test_cli_column_mapping(tmp_path, capsys):
 
 def test_user_text_is_made_inert_for_markdown():
     """A file or dataset name shown in a message cannot become a link, emphasis or HTML."""
-    from core.measurements import escape_markdown
+    from core.present.text import escape_markdown
 
     shown = escape_markdown("[click](http://x) <b>*bold*</b> =cmd")
     assert "[" not in shown.replace("\\[", "") and "<" not in shown.replace("\\<", "") and "=" not in shown.replace("\\=", "")
@@ -232,7 +234,7 @@ def test_calibration_fits_become_scenario_factors():
     """A fitted table turns into per-accelerator Scenario fields; unfitted compute is 1, efficiencies are capped at 1."""
     import polars as pl
 
-    from core.measurements import calibration_fits
+    from core.evidence.calibration import calibration_fits
 
     cal = pl.DataFrame(
         {

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from core.model_config import ConfigError, load_config, model_from_config, parse_config_text
-from core.model_costs import summary
+from core.catalogue.model_config import ConfigError, load_config, model_from_config, parse_config_text
+from core.catalogue.operations import summary
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "seed"
 ROWS = list(csv.DictReader((SEED / "models.csv").open(encoding="utf-8")))

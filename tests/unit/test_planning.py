@@ -1,4 +1,4 @@
-"""The ceiling calculator's computations: step breakdown, memory use, frontier, what-ifs (core.planning).
+"""The ceiling calculator's computations: step breakdown, memory use, frontier, what-ifs (core.plan.planning).
 
 Expected values are derived by hand from the model shapes and the datasheets,
 not read back from the code under test: Llama 3.1 70B has 80 layers, 8 KV
@@ -14,19 +14,19 @@ import math
 import polars as pl
 import pytest
 
-from core.ceilings import ceiling
-from core.planning import (
+from core.model.ceilings import ceiling
+from core.model.scenario import Scenario
+from core.plan.planning import (
     COMPONENTS,
     default_draft_model,
     frontier,
-    frontier_reading,
     memory_use,
     more_bandwidth_accelerator,
     ridge_batch,
     step_breakdown,
     what_ifs,
 )
-from core.specs import Scenario
+from core.present.readings import frontier_reading
 
 KV_70B = 2 * 8 * 128 * 2 * 80  # bytes per token, bf16
 KV_8B = 2 * 8 * 128 * 2 * 32

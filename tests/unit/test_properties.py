@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.catalogue import Catalogue
-from core.ceilings import evaluate, operation_table
-from core.model_costs import OPS_SCHEMA
-from core.perfmodel import operation_costs
-from core.specs import Scenario
+from core.catalogue.catalogue import Catalogue
+from core.catalogue.operations import OPS_SCHEMA, OpMatrix
+from core.model.ceilings import evaluate, operation_table
+from core.model.engine import Steps, operation_work
+from core.model.scenario import Scenario
 
 PROPS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -134,34 +135,25 @@ def _moe_ops(E: int, k: int) -> pl.DataFrame:
 
 @settings(max_examples=40, deadline=None)
 @given(E=st.integers(1, 512), data=st.data(), batch=st.integers(1, 100_000))
-def test_perfmodel_distinct_expert_expression(E: int, data: st.DataObject, batch: int) -> None:
-    """core.perfmodel on a one-row MoE table: distinct experts = E(1-(1-k/E)^T) in [k, E], k exactly at T = 1."""
+def test_engine_distinct_expert_formula(E: int, data: st.DataObject, batch: int) -> None:
+    """core.model.engine on a one-row MoE table: distinct experts = E(1-(1-k/E)^T) in [k, E], k exactly at T = 1."""
     k = data.draw(st.integers(1, E))
-    steps = pl.DataFrame(
-        {
-            "step_id": [0, 1],
-            "gpu_id": ["g", "g"],
-            "model_id": ["x", "x"],
-            "num_gpus": [1, 1],
-            "weights": ["bf16"] * 2,
-            "compute": ["bf16"] * 2,
-            "kv": ["bf16"] * 2,
-            "batch": [batch, 1],
-            "q": [1, 1],
-            "cached": [0, 0],
-            "prefill": [False, False],
-            "eff_bandwidth": [1.0, 1.0],
-            "eff_compute": [1.0, 1.0],
-            "flash": [True, True],
-            "w_bytes": [1.0, 1.0],
-            "kv_bytes_el": [1.0, 1.0],
-            "act_bytes": [1.0, 1.0],
-            "peak_flops": [1e15, 1e15],
-            "bandwidth_bytes_per_s": [1e12, 1e12],
-        }
+    ops = OpMatrix.of(_moe_ops(E, k), ["x"])
+    one = np.ones(2)
+    steps = Steps(
+        model=np.zeros(2, dtype=np.intp),
+        num_gpus=one,
+        weight_bytes=one,
+        kv_bytes=one,
+        act_bytes=one,
+        batch=np.array([batch, 1.0]),
+        q=one,
+        cached=np.zeros(2),
+        prefill=np.zeros(2, dtype=bool),
+        flash=np.ones(2, dtype=bool),
     )
-    out = operation_costs(steps.lazy(), _moe_ops(E, k).lazy()).collect().sort("step_id")
-    d_big, d_one = out["weight_bytes"].to_list()  # params 1, 1 byte: weight bytes = distinct experts
+    work = operation_work(ops.take(steps.model), steps)
+    d_big, d_one = work.weight_bytes[:, 0]  # params 1, 1 byte: weight bytes = distinct experts
     assert d_one == pytest.approx(k, rel=1e-9)
     assert k * (1 - 1e-9) <= d_big <= E * (1 + 1e-9)
     # independent form: the complement of "expert e missed by every one of T tokens"
@@ -198,7 +190,7 @@ def test_405b_never_fits_one_l4(cat: Catalogue, batch: int, context: int, weight
 def test_fit_and_throughput_are_consistent(cat: Catalogue, s: Scenario) -> None:
     """fits <=> weights + KV <= n x memory x (1 - reserve); a throughput is reported exactly when the scenario fits."""
     c = evaluate(cat, [s]).row(0, named=True)
-    usable = s.num_gpus * cat.gpu(s.gpu)["memory_bytes"] * (1 - s.reserve_fraction)
+    usable = s.num_gpus * cat.gpu(s.gpu).memory_bytes * (1 - s.reserve_fraction)
     need = c["weight_memory_bytes"] + c["kv_memory_bytes"]
     assert c["fits"] == (need <= usable * (1 + 1e-12)) or math.isclose(need, usable, rel_tol=1e-9)
     if c["fits"]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from core.ceilings import evaluate
-from core.purchase import TARGET_BATCHES, compare_accelerators, comparison_display, comparison_reading, price_table
-from core.specs import Scenario
+from core.model.ceilings import evaluate
+from core.model.scenario import Scenario
+from core.plan.purchase import TARGET_BATCHES, compare_accelerators, price_table
+from core.present.readings import comparison_reading
+from core.present.tables import comparison_display
 
 BATCH_1_8B = Scenario(gpu="l40s", model="llama-3.1-8b", batch=1)
 

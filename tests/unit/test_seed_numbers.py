@@ -13,10 +13,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from core.catalogue import Catalogue
-from core.ceilings import ceiling, operation_table
-from core.roofline import operating_points, ridge_points
-from core.specs import Scenario
+from core.catalogue.catalogue import Catalogue
+from core.model.ceilings import ceiling, operation_table
+from core.model.roofline import operating_points, ridge_points
+from core.model.scenario import Scenario
 
 
 def _ridge(cat: Catalogue, gpu: str, precision: str) -> float:
@@ -66,9 +66,9 @@ def test_a100_ridge_is_around_150(cat: Catalogue) -> None:
 def test_h100_nvl_datasheet_figures_of_seed_001(cat: Catalogue) -> None:
     """Seed 001: H100 NVL moves ~3.9 TB/s and does ~836 TFLOPS bf16 and ~1,670 TFLOPS fp8 dense."""
     row = cat.gpu("h100-nvl")
-    assert row["bandwidth_bytes_per_s"] == pytest.approx(3.9e12, rel=1e-9)
-    assert abs(row["peak_bf16"] / 1e12 - 836) <= 0.5
-    assert abs(row["peak_fp8"] / 1e12 - 1670) <= 1.0
+    assert row.bandwidth_bytes_per_s == pytest.approx(3.9e12, rel=1e-9)
+    assert row.peak_bf16 is not None and abs(row.peak_bf16 / 1e12 - 836) <= 0.5
+    assert row.peak_fp8 is not None and abs(row.peak_fp8 / 1e12 - 1670) <= 1.0
 
 
 def test_ridge_grows_across_generations_at_best_format(cat: Catalogue) -> None:
@@ -221,8 +221,9 @@ def test_70b_bf16_weights_are_about_140_gb(cat: Catalogue) -> None:
 def test_l40s_vs_a100_batch_1_decode(cat: Catalogue) -> None:
     """Seed 004: L40S has more bf16 FLOP/s than an A100 80GB but 42% of its bandwidth; batch-1 decode is ~2.4x faster on the A100."""
     l40s, a100 = cat.gpu("l40s"), cat.gpu("a100-80gb-sxm")
-    assert l40s["peak_bf16"] > a100["peak_bf16"]
-    assert round(100 * l40s["bandwidth_bytes_per_s"] / a100["bandwidth_bytes_per_s"]) == 42
+    assert l40s.peak_bf16 is not None and a100.peak_bf16 is not None
+    assert l40s.peak_bf16 > a100.peak_bf16
+    assert round(100 * l40s.bandwidth_bytes_per_s / a100.bandwidth_bytes_per_s) == 42
     fast = ceiling(cat, Scenario(gpu="a100-80gb-sxm", model="llama-3.1-8b", batch=1))
     slow = ceiling(cat, Scenario(gpu="l40s", model="llama-3.1-8b", batch=1))
     assert fast["fits"] and slow["fits"]

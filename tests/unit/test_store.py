@@ -10,9 +10,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.catalogue import CatalogueError, accelerator_from_row, add_custom_accelerator, add_custom_model, load_catalogue
-from core.importers import ImportContext, ImportFileError, dataset_rows, delete_dataset, import_file, list_datasets, rename_dataset
+from core.catalogue.catalogue import add_custom_accelerator, add_custom_model, load_catalogue
+from core.catalogue.seed import CatalogueError, accelerator_from_row
+from core.evidence.importers import ImportContext, ImportFileError, dataset_rows, delete_dataset, import_file, list_datasets, rename_dataset
 from core.store import SEED, ReadOnlyError, SessionStore, Store, StoreError, is_session_dataset
+from core.store.schema import migrate, refresh_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,8 +55,8 @@ def test_reopening_applies_no_migration_twice(tmp_path):
     """Opening an existing store applies nothing again and does not rebuild an unchanged seed."""
     Store(tmp_path / "s.duckdb").close()
     store = Store(tmp_path / "s.duckdb")
-    assert store.migrate() == []
-    assert store.refresh_reference() is False
+    assert migrate(store) == []
+    assert refresh_reference(store) is False
 
 
 def test_a_changed_seed_refreshes_reference_tables_and_keeps_custom_entries(tmp_path, seed_copy):
@@ -118,6 +120,17 @@ def test_a_duplicate_custom_id_is_refused_and_nothing_is_written(tmp_path):
     with pytest.raises(CatalogueError, match="already exists"):
         add_custom_accelerator(store, accelerator_from_row(row))
     assert load_catalogue(store).gpus.filter(pl.col("custom")).height == 0
+
+
+def test_a_duplicate_custom_name_is_refused(tmp_path):
+    """Names tell entries apart in pickers and links: a second accelerator or model under a taken name is refused, nothing written."""
+    store = Store(tmp_path / "s.duckdb")
+    with pytest.raises(CatalogueError, match="name: an accelerator named 'NVIDIA H100 SXM5 80GB' already exists"):
+        add_custom_accelerator(store, accelerator_from_row({**_custom_gpu(), "name": "NVIDIA H100 SXM5 80GB"}))
+    with pytest.raises(CatalogueError, match="name: a model named 'Llama 3.2 1B' already exists"):
+        add_custom_model(store, (SEED / "models/llama-3.2-1b.json").read_text(), model_id="my-copy", name="Llama 3.2 1B")
+    cat = load_catalogue(store)
+    assert cat.gpus.filter(pl.col("custom")).height == 0 and not any(r.custom for r in cat.records.values())
 
 
 def test_queries_from_many_threads_at_once(tmp_path):
@@ -240,7 +253,7 @@ def test_a_session_store_reads_the_catalogue_from_the_file_and_refuses_other_wri
     mine = b"gpu,model,batch,input_tokens,output_tokens,tokens_per_s\nmy-chip,llama-3.1-8b,1,1024,128,120.0\n"
     assert dataset_rows(session, import_file(session, mine, "mine.csv").dataset_id)["gpu"].to_list() == ["my-chip"]
     with pytest.raises(ReadOnlyError, match="read-only"):
-        add_custom_accelerator(session, accelerator_from_row({**_custom_gpu(), "id": "other-chip"}))
+        add_custom_accelerator(session, accelerator_from_row({**_custom_gpu(), "id": "other-chip", "name": "Other chip"}))
     with pytest.raises(ReadOnlyError, match="read-only"):
         add_custom_model(session, (SEED / "models/llama-3.2-1b.json").read_text(), model_id="m", name="M")
     stored_id = int(list_datasets(session).filter(pl.col("id") > 0)["id"][0])
@@ -255,7 +268,7 @@ def test_a_session_store_reads_the_catalogue_from_the_file_and_refuses_other_wri
 
 def test_a_session_import_is_one_transaction_and_bad_input_writes_nothing(read_only_file, monkeypatch):
     """A bad file gets its one-line message; a write failing half-way leaves no dataset; names are bound values."""
-    import core.importers as imp
+    import core.evidence.importers as imp
 
     session = SessionStore(Store(read_only_file, read_only=True))
     bad = b"gpu,model,batch,input_tokens,output_tokens,tokens_per_s\nh100-sxm,llama-3.1-8b,1,1024,128,fast\n"

@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from core.catalogue import load_catalogue
-from core.importers import import_file, list_datasets
+from core.catalogue.catalogue import load_catalogue
+from core.evidence.importers import import_file, list_datasets
 from core.store import ReadOnlyError, Store, StoreError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,7 +108,8 @@ def test_the_catalogue_cache_sees_another_process_write(tmp_path):
     store = Store(db)
     before = load_catalogue(store).gpus.height
     code = (
-        "import sys; from core.store import Store; from core.catalogue import accelerator_from_row, add_custom_accelerator\n"
+        "import sys; from core.store import Store; from core.catalogue.catalogue import add_custom_accelerator\n"
+        "from core.catalogue.seed import accelerator_from_row\n"
         "add_custom_accelerator(Store(sys.argv[1]), accelerator_from_row({'id': 'other-proc', 'name': 'Other', 'vendor': 'Me', "
         "'form_factor': 'custom', 'memory_bytes': 64e9, 'bandwidth_bytes_per_s': 2e12, 'peak_bf16': 5e14, 'sources': 'x'}))"
     )

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
+import numpy as np
 import polars as pl
 import pytest
 
-from core.ceilings import evaluate
-from core.sweep import SWEEP_COLUMNS, scenario_grid, sweep
+from core.model.ceilings import ScenarioArrays, evaluate, scenario_steps
+from core.model.engine import Steps, StepSums, operation_costs, time_steps
+from core.model.sweep import SWEEP_COLUMNS, scenario_grid, sweep
 
 
 def test_grid_rows_match_single_scenario_evaluations_in_order(cat):
@@ -45,49 +49,52 @@ def test_empty_grid_gives_an_empty_frame(cat):
     assert sweep(cat, pl.DataFrame()).height == 0
 
 
-def test_step_sums_equal_the_per_operation_table_summed(cat):
-    """The sweep's shortcut (work per distinct key, an as-of join at the ridge for the operations
-    other than attention) gives what summing the long per-operation table gives, step by step.
+def test_engine_equals_the_per_operation_table_summed(cat):
+    """The engine (work per distinct step, operations sorted by intensity, each step read at its
+    ridge) gives what summing the plain per-operation table gives, step by step.
 
     Steps span TP degrees, precisions a GPU lacks (fp8 on A100, fp4 on H100: nearest wider
-    peak), windows (Gemma 3), MoE, MLA prefill and decode, unfused attention and derating.
+    peak), windows (Gemma 3), MoE, MLA prefill and decode, unfused attention, derating,
+    prefills on top of a cache, a step repeated on several accelerators, and no peak at all.
     """
-    from core.ceilings import _steps_with_hardware
-    from core.perfmodel import SUM_COLUMNS, operation_costs, operation_sums, step_sums
-
     grid = scenario_grid(
-        ["h100-sxm", "a100-80gb-sxm", "mi300x", "l4"],
+        ["h100-sxm", "a100-80gb-sxm", "mi300x", "l4", "tpu-v4"],
         ["llama-3.1-8b", "gemma-3-27b", "mixtral-8x7b", "deepseek-v3"],
-        weights=["bf16", "fp8", "fp4"],
+        weights=["bf16", "fp8", "fp4", "fp32"],
         batches=[1, 37, 1024],
         contexts=[1, 5000, 131072],
         num_gpus=[1, 8],
-    )
-    steps = grid.select(
-        pl.int_range(pl.len(), dtype=pl.UInt64).alias("step_id"),
-        pl.col("gpu").alias("gpu_id"),
-        pl.col("model").alias("model_id"),
-        "num_gpus",
-        "weights",
-        pl.col("weights").alias("compute"),
-        pl.col("kv"),
-        "batch",
-        # every other step is a prefill of `batch` x 300-token prompts on top of the cache
-        pl.when(pl.col("batch") % 2 == 1).then(300).otherwise(1).alias("q"),
-        pl.col("context").alias("cached"),
-        (pl.col("batch") % 2 == 1).alias("prefill"),
+    ).with_columns(
         pl.when(pl.col("num_gpus") == 8).then(0.8).otherwise(1.0).alias("eff_bandwidth"),
         pl.lit(0.7).alias("eff_compute"),
-        (pl.col("context") != 5000).alias("flash"),
-        pl.lit(0.0).alias("overhead_s"),
+        (pl.col("context") != 5000).alias("flash_attention"),
     )
-    hw = _steps_with_hardware(cat, steps)
-    fast = step_sums(hw, cat.attn_ops, cat.other_ops).collect()
-    # the step frame comes back in the order it went in (evaluate relies on it)
-    assert fast["step_id"].to_list() == list(range(steps.height))
-    slow = operation_sums(operation_costs(hw, cat.ops.lazy())).collect().sort("step_id")
-    assert fast.height == slow.height == steps.height
-    for col in SUM_COLUMNS:
-        assert fast[col].to_numpy() == pytest.approx(slow[col].to_numpy(), rel=1e-12, abs=1e-300), col
-    # both sides of the ridge occur, so the as-of split is exercised
-    assert 0 < (slow["compute_bound_time_s"] > 0).sum() < steps.height
+    st = scenario_steps(cat, ScenarioArrays.of(cat, grid))
+    # every other step is a prefill of `batch` x 300-token prompts on top of the cache
+    odd = st.decode.batch % 2 == 1
+    d = st.decode
+    steps = Steps(d.model, d.num_gpus, d.weight_bytes, d.kv_bytes, d.act_bytes, d.batch, np.where(odd, 300.0, 1.0), d.cached, odd, d.flash)
+    assert np.isnan(st.peak).any() and (~np.isnan(st.peak)).any()  # fp32 on TPU v4: no peak
+    fast = time_steps(cat.ops_matrix, steps, st.bandwidth, st.peak)
+    table = operation_costs(cat.ops_matrix, steps, st.bandwidth, st.peak)
+    memory = pl.col("bound") == "memory"
+    slow = (
+        table.group_by("step")
+        .agg(
+            pl.col("flops").sum(),
+            pl.col("bytes").sum(),
+            pl.col("weight_bytes").sum(),
+            pl.col("act_bytes_total").sum().alias("activation_bytes"),
+            pl.col("kv_read_bytes").sum(),
+            pl.col("kv_write_bytes").sum(),
+            pl.col("time_s").sum().alias("ops_time_s"),
+            pl.col("time_s").filter(memory).sum().alias("memory_bound_time_s"),
+            pl.col("time_s").filter(~memory).sum().alias("compute_bound_time_s"),
+        )
+        .sort("step")
+    )
+    assert slow["step"].to_list() == list(range(len(steps)))
+    for name in (f.name for f in fields(StepSums)):
+        assert getattr(fast, name) == pytest.approx(slow[name].to_numpy(), rel=1e-12, abs=1e-300), name
+    # both sides of the ridge occur, so the split at the ridge is exercised
+    assert 0 < (slow["compute_bound_time_s"] > 0).sum() < len(steps)

@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from core.sweep import scenario_grid, sweep
-from core.sweep_query import answer, filter_results, parquet_bytes, sweep_chunks, sweep_display
+from core.model.sweep import filter_results, scenario_grid, sweep, sweep_chunks
+from core.present.readings import sweep_answer as answer
+from core.present.tables import parquet_bytes, sweep_display
 
 GPUS = ["a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "l40s"]
 

@@ -1,0 +1,263 @@
+"""The catalogue: accelerators and models from the store, as frames, records and arrays.
+
+`load_catalogue(store)` reads the store's accelerators and models (the seed's
+reviewed rows and the user's custom ones) and parses every model's
+config.json into its operation table; the result is cached until the store
+is written to. The engine (core.model.engine) reads the catalogue as arrays
+(`hardware`, `ops_matrix`), prepared once per catalogue.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from core.catalogue.model_config import model_from_config, parse_config_text
+from core.catalogue.operations import OpMatrix, kv_elements_per_token, operations_frame, parameter_counts
+from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PRECISIONS
+from core.catalogue.seed import CatalogueError, accelerator_frame
+from core.catalogue.specs import Accelerator, ModelRecord
+
+
+class UnknownIdError(KeyError):
+    """An id not in the catalogue; the message suggests the closest known ids."""
+
+    def __init__(self, kind: str, value: str, known: list[str]) -> None:
+        close = difflib.get_close_matches(value.lower(), known, n=3, cutoff=0.3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        super().__init__(f"unknown {kind} {value!r}{hint}")
+        self.message = f"unknown {kind} {value!r}{hint}"
+        self.suggestions = close
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Source(Protocol):
+    """What the catalogue needs of a store (core.store.Store): named queries, an insert, a generation."""
+
+    @property
+    def path(self) -> Any: ...
+    @property
+    def generation(self) -> int: ...
+    def query(self, name: str, /, **params: Any) -> pl.DataFrame: ...
+    def insert(self, name: str, rows: pl.DataFrame) -> None: ...
+    def execute(self, name: str, /, **params: Any) -> None: ...
+
+
+Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """Every accelerator's figures as arrays, row g = the catalogue's g-th accelerator (NaN where absent)."""
+
+    ids: list[str]
+    names: list[str]
+    bandwidth_bytes_per_s: Array
+    scaleup_bytes_per_s: Array
+    memory_bytes: Array
+    power_w: Array
+    #: dense peak FLOP/s, column p = PEAK_PRECISIONS[p]
+    peaks: Array
+    #: the peak a requested compute format runs at: column c = COMPUTE_FORMATS[c], value an index
+    #: into PEAK_PRECISIONS (the format itself or the nearest wider one listed), -1 when none is
+    compute_used: npt.NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """Accelerators and models as frames, with the models' records and operations."""
+
+    gpus: pl.DataFrame  # one row per accelerator, SI units, `peak_<precision>` columns
+    models: pl.DataFrame  # one row per model: shape summary, params, kv, sources
+    records: dict[str, ModelRecord]
+    ops: pl.DataFrame  # the operation tables of every model (core.catalogue.operations)
+    key: str = ""  # which store and generation it was read from (caches key on it)
+
+    def gpu(self, gpu_id: str) -> Accelerator:
+        """One accelerator; UnknownIdError with suggestions otherwise."""
+        if gpu_id not in self.accelerators:
+            raise UnknownIdError("accelerator", gpu_id, list(self.accelerators))
+        return self.accelerators[gpu_id]
+
+    def model(self, model_id: str) -> ModelRecord:
+        """One model record; UnknownIdError with suggestions otherwise."""
+        if model_id not in self.records:
+            raise UnknownIdError("model", model_id, list(self.records))
+        return self.records[model_id]
+
+    @cached_property
+    def accelerators(self) -> dict[str, Accelerator]:
+        """Every accelerator as a validated record, by id (the frame's order)."""
+        return {row["id"]: Accelerator.model_validate(row) for row in self.gpus.iter_rows(named=True)}
+
+    @cached_property
+    def gpu_index(self) -> dict[str, int]:
+        """Accelerator id -> its row in `hardware`."""
+        return {g: i for i, g in enumerate(self.gpus["id"].to_list())}
+
+    @cached_property
+    def model_index(self) -> dict[str, int]:
+        """Model id -> its row in `ops_matrix` and `model_arrays`."""
+        return {m: i for i, m in enumerate(self.records)}
+
+    @cached_property
+    def hardware(self) -> Hardware:
+        """The accelerators' figures as arrays (prepared once per catalogue)."""
+        g = self.gpus
+        peaks = g.select([pl.col(f"peak_{p}") for p in PEAK_PRECISIONS]).to_numpy().astype(np.float64)
+        supported = ~np.isnan(peaks)
+        used = np.full((g.height, len(COMPUTE_FORMATS)), -1, dtype=np.intp)
+        for c, fmt in enumerate(COMPUTE_FORMATS):
+            for candidate in reversed(FALLBACK_CHAIN[fmt]):  # the narrowest supported one wins
+                p = PEAK_PRECISIONS.index(candidate)
+                used[supported[:, p], c] = p
+
+        def column(name: str) -> Array:
+            return g[name].cast(pl.Float64).to_numpy().astype(np.float64)
+
+        return Hardware(
+            ids=g["id"].to_list(),
+            names=g["name"].to_list(),
+            bandwidth_bytes_per_s=column("bandwidth_bytes_per_s"),
+            scaleup_bytes_per_s=column("scaleup_bytes_per_s"),
+            memory_bytes=column("memory_bytes"),
+            power_w=column("power_w"),
+            peaks=peaks,
+            compute_used=used,
+        )
+
+    @cached_property
+    def ops_matrix(self) -> OpMatrix:
+        """Every model's operations as arrays, row m = the m-th model of `records`."""
+        return OpMatrix.of(self.ops, list(self.records))
+
+    @cached_property
+    def attention_matrix(self) -> OpMatrix:
+        """Only the attention operations (the ones that hold a KV cache), row m = the m-th model."""
+        return OpMatrix.of(self.ops.filter(pl.col("kind") == "attn"), list(self.records))
+
+    @cached_property
+    def model_arrays(self) -> dict[str, Array]:
+        """Per model (row m): num_layers, hidden_size, total_params, and of its KV cache:
+        kv_replicated (1 when tensor parallelism cannot shard it: MLA's latent) and
+        kv_heads (how many ways it can be sharded)."""
+        params = dict(zip(self.models["id"], self.models["total_params"], strict=True))
+        attn = self.attention_matrix
+        real = attn.kind >= 0
+        return {
+            "num_layers": np.array([r.num_layers for r in self.records.values()], dtype=np.float64),
+            "hidden_size": np.array([r.hidden_size for r in self.records.values()], dtype=np.float64),
+            "total_params": np.array([params[m] for m in self.records], dtype=np.float64),
+            "kv_replicated": np.where(real, attn.kv_replicated, 0.0).max(axis=1, initial=0.0),
+            "kv_heads": np.where(real, attn.kv_heads, np.inf).min(axis=1, initial=np.inf),
+        }
+
+
+def build_catalogue(gpu_rows: pl.DataFrame, model_rows: pl.DataFrame, *, key: str = "") -> Catalogue:
+    """A Catalogue from the store's accelerator and model frames."""
+    records: dict[str, ModelRecord] = {}
+    for row in model_rows.iter_rows(named=True):
+        cfg = json.loads(row["config_json"])
+        rec = model_from_config(cfg, model_id=row["id"], name=row["name"])
+        records[row["id"]] = rec.model_copy(update={"custom": bool(row["custom"])})
+    ops = operations_frame(list(records.values()))
+    counts = parameter_counts(ops)
+    kv = kv_elements_per_token(ops)
+    shapes = pl.DataFrame(
+        [
+            {
+                "id": r.id,
+                "architecture": r.architecture,
+                "layers": r.num_layers,
+                "hidden_size": r.hidden_size,
+                "num_heads": r.num_heads,
+                "num_kv_heads": r.num_kv_heads,
+                "head_dim": r.head_dim,
+                "experts": r.num_experts,
+                "experts_per_token": r.experts_per_token,
+                "attention": "MLA" if r.is_mla else ("MHA" if r.num_kv_heads == r.num_heads else ("MQA" if r.num_kv_heads == 1 else "GQA")),
+                "window": r.window or None,
+                "window_layers": r.num_window_layers,
+                "native_weights": r.native_weights,
+                "max_context": r.max_context or None,
+            }
+            for r in records.values()
+        ]
+    )
+    models = (
+        model_rows.drop("config_json")
+        .join(shapes, on="id", how="left")
+        .join(counts.rename({"model_id": "id"}), on="id", how="left")
+        .join(kv.rename({"model_id": "id"}), on="id", how="left")
+        .with_columns((pl.col("kv_elems_per_token") * 2.0).alias("kv_bytes_per_token_bf16"))
+    )
+    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key)
+
+
+_CACHE: dict[tuple[str, int], Catalogue] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_catalogue(store: Source) -> Catalogue:
+    """The catalogue in a store, cached until the store is written to."""
+    key = (str(store.path), store.generation)
+    with _CACHE_LOCK:
+        if key not in _CACHE:
+            _CACHE.clear()
+            _CACHE[key] = build_catalogue(store.query("accelerators"), store.query("models"), key=f"{key[0]}#{key[1]}")
+        return _CACHE[key]
+
+
+def add_custom_accelerator(store: Source, acc: Accelerator) -> None:
+    """Store a validated custom accelerator; refuses an id the catalogue already has."""
+    known = load_catalogue(store).accelerators
+    if acc.id in known:
+        raise CatalogueError(f"id: an accelerator called {acc.id!r} already exists")
+    if acc.name in {a.name for a in known.values()}:
+        raise CatalogueError(
+            f"name: an accelerator named {acc.name!r} already exists (names tell accelerators apart on screen and in links)"
+        )
+    store.insert("insert_custom_accelerator", accelerator_frame([acc]))
+
+
+def add_custom_model(store: Source, config_text: str, *, model_id: str, name: str, notes: str = "") -> ModelRecord:
+    """Parse and store a custom model from config.json text; ConfigError names the field."""
+    cfg = parse_config_text(config_text)
+    record = model_from_config(cfg, model_id=model_id, name=name)
+    known = load_catalogue(store).records
+    if model_id in known:
+        raise CatalogueError(f"id: a model called {model_id!r} already exists")
+    if name in {r.name for r in known.values()}:
+        raise CatalogueError(f"name: a model named {name!r} already exists (names tell models apart on screen and in links)")
+    store.execute("insert_custom_model", id=model_id, name=name, config_json=json.dumps(cfg), notes=notes)
+    return record
+
+
+def delete_custom(store: Source, kind: str, entry_id: str) -> None:
+    """Delete a custom accelerator or model by id (reference rows cannot be deleted)."""
+    store.execute("delete_custom_accelerator" if kind == "accelerator" else "delete_custom_model", id=entry_id)
+
+
+def filter_table(frame: pl.DataFrame, text: str, **equals: list[str]) -> pl.DataFrame:
+    """Rows whose id or name contains `text` (case-insensitive) and whose columns are in `equals`."""
+    out = frame
+    if text.strip():
+        needle = text.strip().lower()
+        out = out.filter(
+            pl.col("id").str.to_lowercase().str.contains(needle, literal=True)
+            | pl.col("name").str.to_lowercase().str.contains(needle, literal=True)
+        )
+    for column, values in equals.items():
+        if values:
+            out = out.filter(pl.col(column).cast(pl.String).is_in([str(v) for v in values]))
+    return out

@@ -1,0 +1,127 @@
+"""The reviewed seed tables in data/seed/, read into the store's frames, every row validated.
+
+Seed CSVs are written in reviewable decimal units (GB, TB/s, TFLOP/s); each
+accelerator field's `Column` (core.catalogue.specs) says which CSV column
+holds it and in what unit, so a cell is converted to SI once, here, and the
+row is validated as an `Accelerator`: an implausible figure fails loudly with
+its row and field named.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from pydantic import ValidationError
+
+from core.catalogue.model_config import ConfigError, model_from_config, parse_config_text
+from core.catalogue.specs import Accelerator, Column, accelerator_columns
+
+
+class CatalogueError(ValueError):
+    """A seed or custom row that fails validation; the message names the row."""
+
+
+def accelerator_seed_frame(seed_dir: Path) -> pl.DataFrame:
+    """data/seed/accelerators.csv as the store's `accelerators` rows (SI units), every row validated."""
+    path = seed_dir / "accelerators.csv"
+    raw = pl.read_csv(path, infer_schema_length=0)
+    columns = accelerator_columns()
+    absent = [col.seed or name for name, col in columns.items() if (col.seed or name) not in raw.columns]
+    if absent:
+        raise CatalogueError(f"{path.name}: missing column(s) {', '.join(absent)} (see ACCELERATORS_FORMAT.md)")
+    records = []
+    for line, cells in enumerate(raw.iter_rows(named=True), start=2):
+        values = {}
+        for name, col in columns.items():
+            try:
+                values[name] = seed_value(cells[col.seed or name], name, col)
+            except ValueError as exc:
+                raise CatalogueError(f"{path.name} row {line} ({cells.get('id')}): {exc}") from None
+        try:
+            records.append(accelerator_from_row(values))
+        except CatalogueError as exc:
+            raise CatalogueError(f"{path.name} row {line}: {exc}") from exc
+    ids = [r.id for r in records]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise CatalogueError(f"{path.name}: duplicated id(s) {dup}")
+    return accelerator_frame(records)
+
+
+def seed_value(text: str | None, name: str, col: Column) -> Any:
+    """One seed cell in the field's type and SI unit (None when empty); ValueError naming the column otherwise."""
+    kind = field_type(name)
+    if text is None or not text.strip():
+        return None
+    if kind is float:
+        try:
+            return float(text.strip()) * col.scale
+        except ValueError:
+            raise ValueError(f"not a number in {col.seed or name}: {text!r}") from None
+    if kind is int:
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise ValueError(f"not a whole number in {col.seed or name}: {text!r}") from None
+    return text
+
+
+def accelerator_from_row(row: dict[str, Any]) -> Accelerator:
+    """Validate one row (SI units, store or form) as an `Accelerator`; CatalogueError naming the field otherwise."""
+    try:
+        return Accelerator.model_validate(row)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise CatalogueError(f"{row.get('id')!r}: {field}: {err['msg']}") from exc
+
+
+def field_type(name: str) -> type:
+    """The Python type of an accelerator field, optional or not (float, int, str, bool or list)."""
+    annotation = Accelerator.model_fields[name].annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    origin = typing.get_origin(annotation)
+    return typing.cast(type, origin or annotation)
+
+
+_DTYPES: dict[type, Any] = {float: pl.Float64, int: pl.Int32, str: pl.String, bool: pl.Boolean, list: pl.String}
+
+
+def accelerator_store_schema() -> dict[str, Any]:
+    """The columns of the store's accelerator tables, from the record's fields (sources as one text cell)."""
+    return {name: _DTYPES[field_type(name)] for name in Accelerator.model_fields if name != "custom"}
+
+
+def accelerator_frame(records: list[Accelerator]) -> pl.DataFrame:
+    """Accelerator records as store rows."""
+    schema = accelerator_store_schema()
+    rows = [r.store_row() for r in records]
+    return pl.DataFrame([{k: row[k] for k in schema} for row in rows], schema=schema)
+
+
+def model_seed_frame(seed_dir: Path) -> pl.DataFrame:
+    """data/seed/models.csv with each model's config.json text, every config parsed."""
+    path = seed_dir / "models.csv"
+    frame = pl.read_csv(path, infer_schema_length=0)
+    texts = []
+    for row in frame.iter_rows(named=True):
+        cfg_path = seed_dir / row["config_file"]
+        text = cfg_path.read_text(encoding="utf-8")
+        try:
+            model_from_config(parse_config_text(text, source=str(cfg_path)), model_id=row["id"], name=row["name"])
+        except ConfigError as exc:
+            raise CatalogueError(f"{path.name} model {row['id']!r} ({cfg_path.name}): {exc}") from exc
+        texts.append(text)
+    numeric = [
+        "published_total_params",
+        "total_rounding",
+        "published_extra_params",
+        "published_active_params",
+        "active_rounding",
+    ]
+    return frame.drop("config_file").with_columns(pl.Series("config_json", texts), *[pl.col(c).cast(pl.Float64) for c in numeric])

@@ -1,0 +1,177 @@
+"""Every benchmark format the importer reads: one entry each, in the order content is detected.
+
+An entry names the format, says what it is, which files it reads (JSON
+records, CSV or both), how its content is recognised and which reader turns
+it into an Extract. A new format is one reader function in its module and
+one entry here; detection, `--format`, the page's format list and the error
+naming the known formats all come from this table.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from core.evidence.formats import Extract, FormatError
+from core.evidence.formats.exports import llama_bench, optimum_benchmark, profile_csv, profile_json
+from core.evidence.formats.generic import read_generic
+from core.evidence.formats.serving import llmperf, sglang_one_batch, sglang_serving, trtllm_bench, vllm_serve, vllm_throughput
+
+
+@dataclass(frozen=True)
+class Input:
+    """A file as a reader gets it: JSON records (None for a CSV) or CSV bytes and header; the import's context and mapping."""
+
+    records: list[dict[str, Any]] | None
+    data: bytes
+    headers: list[str]
+    context: dict[str, Any]
+    mapping: dict[str, str] | None
+
+    def text(self) -> str:
+        """The file as text (a CSV reader that needs it decodes it; a large CSV is read from the bytes)."""
+        return self.data.decode("utf-8-sig")
+
+
+@dataclass(frozen=True)
+class Format:
+    """One benchmark output format."""
+
+    name: str
+    description: str
+    read: Callable[[Input], Extract]
+    #: recognises the format from a JSON file's first record (None: not a JSON format)
+    json: Callable[[dict[str, Any]], bool] | None = None
+    #: recognises the format from a CSV file's header (None: not a CSV format)
+    csv: Callable[[list[str]], bool] | None = None
+
+
+def _keys(r: dict[str, Any]) -> set[str]:
+    return set(r)
+
+
+def _llama_bench(inp: Input) -> Extract:
+    if inp.records is not None:
+        return llama_bench(inp.records)
+    extract = llama_bench(pl.read_csv(io.BytesIO(inp.data), infer_schema_length=0).to_dicts())
+    extract.row_label = "row"
+    return extract
+
+
+def _records(inp: Input) -> list[dict[str, Any]]:
+    assert inp.records is not None, "a JSON format reads records"
+    return inp.records
+
+
+#: In detection order: the first whose test accepts the content reads it (the generic CSV accepts any CSV).
+FORMATS: tuple[Format, ...] = (
+    Format(
+        "trtllm-bench",
+        "trtllm-bench ... --report_json",
+        lambda i: trtllm_bench(_records(i)),
+        json=lambda r: "performance" in r and ("request_info" in r or "engine" in r),
+    ),
+    Format(
+        "optimum-benchmark",
+        "optimum-benchmark benchmark.json or benchmark_report.json",
+        lambda i: optimum_benchmark(_records(i)),
+        json=lambda r: ("report" in r and "config" in r) or ({"decode", "prefill"} <= _keys(r) and isinstance(r.get("decode"), dict)),
+    ),
+    Format(
+        "llmperf",
+        "ray-project/llmperf *_summary.json",
+        lambda i: llmperf(_records(i)),
+        json=lambda r: "results_mean_output_throughput_token_per_s" in r,
+    ),
+    Format(
+        "aiperf-json",
+        "AIPerf profile_export_aiperf.json",
+        lambda i: profile_json(_records(i), "aiperf-json"),
+        json=lambda r: (
+            (isinstance(r.get("records"), dict) and "output_token_throughput" in r["records"])
+            or (isinstance(r.get("output_token_throughput"), dict) and "endpoint" in (r.get("input_config") or {}))
+        ),
+    ),
+    Format(
+        "genai-perf-json",
+        "genai-perf profile_export_genai_perf.json",
+        lambda i: profile_json(_records(i), "genai-perf-json"),
+        json=lambda r: isinstance(r.get("output_token_throughput"), dict),
+    ),
+    Format(
+        "llama-bench",
+        "llama.cpp llama-bench -o csv, json or jsonl",
+        _llama_bench,
+        json=lambda r: "avg_ts" in r and "n_gen" in r,
+        csv=lambda headers: {"avg_ts", "n_prompt", "n_gen"} <= {h.lower() for h in headers},
+    ),
+    Format(
+        "sglang-one-batch",
+        "python -m sglang.bench_one_batch --result-filename JSONL",
+        lambda i: sglang_one_batch(_records(i)),
+        json=lambda r: "median_decode_throughput" in r or {"prefill_throughput", "batch_size"} <= _keys(r),
+    ),
+    Format(
+        "sglang-serving",
+        "python -m sglang.bench_serving --output-file JSONL",
+        lambda i: sglang_serving(_records(i)),
+        json=lambda r: "output_throughput" in r and ("mean_e2e_latency_ms" in r or "input_throughput" in r),
+    ),
+    Format(
+        "vllm-serve",
+        "vllm bench serve --save-result JSON",
+        lambda i: vllm_serve(_records(i), "vllm-serve"),
+        json=lambda r: "output_throughput" in r and ("endpoint_type" in r or "label" in r),
+    ),
+    Format(
+        "vllm-benchmark-serving",
+        "benchmarks/benchmark_serving.py --save-result JSON (older vLLM)",
+        lambda i: vllm_serve(_records(i), "vllm-benchmark-serving"),
+        json=lambda r: "output_throughput" in r,
+    ),
+    Format(
+        "vllm-throughput",
+        "vllm bench throughput --output-json",
+        lambda i: vllm_throughput(_records(i), i.context),
+        json=lambda r: {"tokens_per_second", "requests_per_second", "elapsed_time"} <= _keys(r),
+    ),
+    Format(
+        "aiperf-csv",
+        "AIPerf profile_export_aiperf.csv",
+        lambda i: profile_csv(i.text(), "aiperf-csv"),
+        csv=lambda headers: headers[:1] == ["Metric"] and "std" in {h.lower() for h in headers},
+    ),
+    Format(
+        "genai-perf-csv",
+        "genai-perf profile_export_genai_perf.csv",
+        lambda i: profile_csv(i.text(), "genai-perf-csv"),
+        csv=lambda headers: headers[:1] == ["Metric"],
+    ),
+    Format(
+        "generic-csv",
+        "documented CSV, one row per measurement (see core/evidence/formats/generic.py)",
+        lambda i: read_generic(i.data, i.mapping),
+        csv=lambda headers: True,
+    ),
+)
+
+BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
+
+
+def detect_json(record: dict[str, Any]) -> Format:
+    """The format of a JSON file, from its first record; FormatError listing the known formats otherwise."""
+    hit = next((f for f in FORMATS if f.json is not None and f.json(record)), None)
+    if hit is None:
+        keys = sorted(record)
+        shown = ", ".join(keys[:8])
+        raise FormatError(f"not a known benchmark format (fields: {shown}{', ...' if len(keys) > 8 else ''}); known: {', '.join(BY_NAME)}")
+    return hit
+
+
+def detect_csv(headers: list[str]) -> Format:
+    """The format of a CSV file, from its header (the generic CSV when nothing else matches)."""
+    return next(f for f in FORMATS if f.csv is not None and f.csv(headers))

@@ -1,0 +1,243 @@
+"""Measurements: the record, its rules, and the bulk validation of imported rows.
+
+One measurement is a throughput observed on a scenario (accelerator x count,
+model, precisions, batch, prompt and output lengths):
+
+- phase `decode`: tokens_per_s = generated tokens/s of the whole batch while
+  decoding (no prefill in the window); context = input + output / 2.
+- phase `prefill`: tokens_per_s = prompt tokens/s.
+- phase `mixed`: a serving run's output tokens/s, prefill included.
+
+`RULES` holds each numeric column's bounds once; the pydantic `Measurement`
+and the vectorised `validate` (Polars expressions, no Python loop per row) are
+both built from it, so a row the record refuses is a row the bulk check
+refuses, with the same message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import polars as pl
+from pydantic import ConfigDict, Field, model_validator
+
+from core.catalogue.catalogue import Catalogue, UnknownIdError
+from core.catalogue.precisions import UnknownPrecisionError, compute_precision, storage_format
+from core.catalogue.specs import PrecisionFields
+from core.evidence.formats import CANONICAL, Extract
+from core.evidence.matching import match_accelerator, match_model
+
+PHASES = ("decode", "prefill", "mixed")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Bounds of one numeric column: lo < x (or lo <= x when lo_inclusive), x <= hi; whole numbers when integer."""
+
+    unit: str
+    lo: float
+    hi: float
+    lo_inclusive: bool
+    integer: bool
+    hint: str = ""  # said when the value is above hi (a unit slip?)
+
+
+RULES: dict[str, Rule] = {
+    "num_gpus": Rule("count", 1, 1024, True, True),
+    "batch": Rule("sequences", 1, 1_000_000, True, True),
+    "input_tokens": Rule("tokens", 0, 10_000_000, True, True),
+    "output_tokens": Rule("tokens", 0, 10_000_000, True, True),
+    "tokens_per_s": Rule("tokens/s", 0, 1e8, False, False, "above 100 million tokens/s"),
+    "ttft_s": Rule("s", 0, 600, False, False, "a first token after more than 10 minutes: a value in ms read as s?"),
+    "tpot_s": Rule("s", 0, 10, False, False, "more than 10 s per output token: a value in ms read as s?"),
+}
+#: tokens_per_s against batch / tpot_s (decode): a factor past this is a unit slip, not a measurement.
+CONSISTENCY_FACTOR = 100.0
+
+
+def _field(name: str) -> Any:
+    r = RULES[name]
+    return Field(ge=r.lo, le=r.hi) if r.lo_inclusive else Field(gt=r.lo, le=r.hi)
+
+
+class Measurement(PrecisionFields):
+    """One validated measurement (SI units); the bulk check applies the same RULES."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str
+    num_gpus: Annotated[int, _field("num_gpus")] = 1
+    model: str
+    weights: str = "bf16"
+    kv: str = "bf16"
+    compute: str | None = None
+    phase: Literal["decode", "prefill", "mixed"] = "decode"
+    batch: Annotated[int, _field("batch")]
+    input_tokens: Annotated[int, _field("input_tokens")]
+    output_tokens: Annotated[int, _field("output_tokens")]
+    tokens_per_s: Annotated[float, _field("tokens_per_s")]
+    ttft_s: Annotated[float, _field("ttft_s")] | None = None
+    tpot_s: Annotated[float, _field("tpot_s")] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Measurement:
+        for problem in cross_problems(self.model_dump()):
+            raise ValueError(problem)
+        return self
+
+
+def cross_problems(row: dict[str, Any]) -> list[str]:
+    """The rules between columns, for one row (the bulk check has the same ones as expressions)."""
+    out = []
+    if row["phase"] == "prefill" and row["input_tokens"] < 1:
+        out.append("input_tokens: a prefill measurement needs a prompt of at least 1 token")
+    if row["phase"] != "prefill" and row["output_tokens"] < 1:
+        out.append("output_tokens: a decode or serving measurement needs at least 1 output token")
+    if row["phase"] == "decode" and row.get("tpot_s"):
+        implied = row["batch"] / row["tpot_s"]
+        if not 1 / CONSISTENCY_FACTOR <= row["tokens_per_s"] / implied <= CONSISTENCY_FACTOR:
+            out.append(
+                f"tokens_per_s is {row['tokens_per_s'] / implied:.3g} x batch / tpot_s: one of them is in the wrong unit (ms read as s?)"
+            )
+    return out
+
+
+class MeasurementError(ValueError):
+    """A value that breaks a rule: names the row (record), the file's column and the problem."""
+
+    def __init__(self, problem: str, *, row: int | None = None, column: str | None = None, more: int = 0) -> None:
+        super().__init__(problem)
+        self.problem, self.row, self.column, self.more = problem, row, column, more
+
+
+# -- bulk validation ------------------------------------------------------------------
+
+
+def validate(
+    extract: Extract, cat: Catalogue, context: dict[str, Any], progress: Callable[[float, str], None] | None = None
+) -> pl.DataFrame:
+    """The typed measurement frame of an Extract, or MeasurementError naming the first bad cell.
+
+    Context values (non-None) replace the file's column for every row; the
+    file's own names for the accelerator and the model are kept in
+    source_gpu / source_model.
+    """
+    frame = extract.frame
+    sources = dict(extract.sources)
+    overrides = {k: v for k, v in context.items() if v is not None and k in CANONICAL}
+    frame = frame.with_columns(
+        pl.col("gpu").alias("source_gpu"),
+        pl.col("model").alias("source_model"),
+        *[pl.lit(str(v)).alias(k) for k, v in overrides.items()],
+    )
+    for k in overrides:
+        sources[k] = f"{k} (given as context)"
+        extract.scale.pop(k, None)
+    label = extract.row_label
+    defaults = {"num_gpus": "1", "weights": "bf16", "kv": "bf16", "phase": "decode"}
+    frame = frame.with_columns([pl.col(c).fill_null(v) for c, v in defaults.items()])
+    strip = {c: pl.col(c).str.strip_chars() for c in RULES}
+    work = frame.with_columns(*[strip[c].cast(pl.Float64, strict=False).mul(extract.scale.get(c, 1.0)).alias(f"__{c}") for c in RULES])
+    checks: dict[str, pl.Expr] = {}
+    for col, rule in RULES.items():
+        raw, value = strip[col], pl.col(f"__{col}")
+        present = raw.is_not_null() & (raw != "")
+        hint = f"; give it as context (--{col.replace('_', '-')})" if col in ("batch", "input_tokens", "output_tokens") else ""
+        low = (value < rule.lo) if rule.lo_inclusive else (value <= rule.lo)
+        sign = ">=" if rule.lo_inclusive else ">"
+        above = f"{{}} is above {rule.hi:g} {rule.unit}" + (f": {rule.hint}" if rule.hint else "")
+        chain: Any = pl.when(~present).then(pl.lit(None if col in ("ttft_s", "tpot_s") else f"missing value ({rule.unit}){hint}"))
+        chain = chain.when(value.is_null()).then(pl.format("not a number: '{}'", raw.str.slice(0, 40)))
+        chain = chain.when(~value.is_finite()).then(pl.format("not a finite number: '{}'", raw.str.slice(0, 40)))
+        chain = chain.when(low).then(pl.format(f"{{}} is not {sign} {rule.lo:g} ({rule.unit})", raw))
+        chain = chain.when(value > rule.hi).then(pl.format(above, raw))
+        if rule.integer:
+            chain = chain.when(value != value.floor()).then(pl.format(f"{{}} is not a whole number ({rule.unit})", raw))
+        checks[col] = chain.otherwise(pl.lit(None, dtype=pl.String))
+    checks["phase"] = pl.when(~pl.col("phase").is_in(list(PHASES))).then(
+        pl.format(f"'{{}}' is not one of {', '.join(PHASES)}", pl.col("phase").str.slice(0, 40))
+    )
+    _raise_first(work.select("row", *[e.alias(c) for c, e in checks.items()]), sources)
+    if progress:
+        progress(0.55, "checking names against the catalogue")
+    typed = work.with_columns(*[pl.col(f"__{c}").cast(pl.Int64 if RULES[c].integer else pl.Float64).alias(c) for c in RULES]).drop(
+        [f"__{c}" for c in RULES]
+    )
+    ph, factor = pl.col("phase"), pl.col("tokens_per_s") / (pl.col("batch") / pl.col("tpot_s"))
+    cross = {
+        "input_tokens": pl.when((ph == "prefill") & (pl.col("input_tokens") < 1)).then(
+            pl.lit("a prefill measurement needs a prompt of at least 1 token")
+        ),
+        "output_tokens": pl.when((ph != "prefill") & (pl.col("output_tokens") < 1)).then(
+            pl.lit("a decode or serving measurement needs at least 1 output token")
+        ),
+        "tokens_per_s": pl.when(
+            (ph == "decode") & pl.col("tpot_s").is_not_null() & ((factor > CONSISTENCY_FACTOR) | (factor < 1 / CONSISTENCY_FACTOR))
+        ).then(
+            pl.format("tokens_per_s is {} x batch / tpot_s: one of them is in the wrong unit (ms read as s?)", factor.round_sig_figs(3))
+        ),
+    }
+    _raise_first(typed.select("row", *[e.alias(c) for c, e in cross.items()]), sources)
+    resolved = _resolve_names(typed, cat, sources, label)
+    return resolved.select(
+        "row",
+        *CANONICAL,
+        "source_gpu",
+        "source_model",
+    )
+
+
+def _raise_first(problems: pl.DataFrame, sources: dict[str, str]) -> None:
+    """Raise MeasurementError for the first non-null problem (by row) of a frame of row + per-column messages."""
+    flagged = problems.filter(pl.any_horizontal(pl.all().exclude("row").is_not_null()))
+    if not flagged.height:
+        return
+    long = flagged.unpivot(index="row", variable_name="column", value_name="problem").drop_nulls("problem")
+    if not long.height:
+        return
+    first = long.sort("row").row(0, named=True)
+    raise MeasurementError(
+        first["problem"], row=first["row"], column=sources.get(first["column"], first["column"]), more=long["row"].n_unique() - 1
+    )
+
+
+def _resolve_names(frame: pl.DataFrame, cat: Catalogue, sources: dict[str, str], label: str) -> pl.DataFrame:
+    """Map every distinct accelerator, model and precision name to its catalogue id (once per name)."""
+    out = frame
+    resolvers: dict[str, Callable[[str], str]] = {
+        "gpu": lambda v: match_accelerator(v, cat),
+        "model": lambda v: match_model(v, cat),
+        "weights": lambda v: storage_format(v, argument="weights").name,
+        "kv": lambda v: storage_format(v, argument="kv").name,
+        "compute": lambda v: compute_precision(v, argument="compute"),
+    }
+    for col, resolve in resolvers.items():
+        names = out[col].drop_nulls().unique().to_list()
+        if col in ("gpu", "model") and out[col].null_count():
+            first = out.filter(pl.col(col).is_null())["row"][0]
+            what = "accelerator" if col == "gpu" else "model"
+            raise MeasurementError(f"no {what} in the file: give one as context (--{col})", row=first, column=sources.get(col, col))
+        mapping: dict[str, str] = {}
+        for name in names:
+            try:
+                mapping[name] = resolve(name)
+            except (UnknownIdError, UnknownPrecisionError) as exc:
+                first = out.filter(pl.col(col) == name)["row"][0]
+                n_rows = out.filter(pl.col(col) == name).height
+                raise MeasurementError(str(exc).strip('"'), row=first, column=sources.get(col, col), more=n_rows - 1) from None
+        out = out.with_columns(pl.col(col).replace_strict(mapping, default=None, return_dtype=pl.String))
+    return out
+
+
+def error_text(file_name: str, exc: MeasurementError | Any, row_label: str = "row") -> str:
+    """One line naming the file, the row, the column and the problem."""
+    where = []
+    if getattr(exc, "row", None) is not None:
+        where.append(f"{row_label} {exc.row}")
+    if getattr(exc, "column", None):
+        where.append(f"column {exc.column}")
+    more = getattr(exc, "more", 0)
+    tail = f" ({more} more {row_label}{'s' if more > 1 else ''} with problems)" if more else ""
+    return f"{file_name}: {', '.join(where) + ': ' if where else ''}{getattr(exc, 'problem', str(exc))}{tail}"

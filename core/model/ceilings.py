@@ -1,0 +1,459 @@
+"""Ceilings of scenarios: step times, tokens/s, TTFT, memory fit, cost; one evaluation for any number of them.
+
+`evaluate(cat, scenarios)` takes Scenario records or a frame with a column
+per Scenario field (missing columns take the field's default) and returns
+one row per scenario with the columns of core.model.result.RESULT_SCHEMA;
+`ceiling(cat, scenario)` returns one scenario's row as a typed `Ceiling`.
+Every figure is computed for all scenarios at once, as arrays; the steps'
+operation times come from the one engine (core.model.engine).
+
+Rules stated once:
+- the steps of a scenario (`scenario_steps`): the decode step (batch
+  sequences, one new token each, or k + 1 under speculative decoding,
+  attending to `context` cached tokens), the prefill of one prompt (the time
+  to first token; the lm_head on the last token only) and, with speculative
+  decoding, the draft model's decode step;
+- a step's time: its operations (the engine) + two tensor-parallel
+  all-reduces per layer of batch x q x hidden activations, each moving
+  2 (n - 1) / n of the message over the scale-up link in one direction (half
+  the bidirectional figure vendors quote) + the stated overhead;
+- memory fit: weights (+ draft weights) + KV(batch, context) must fit in
+  num_gpus x memory x (1 - reserve_fraction); a scenario that does not fit
+  gets no throughput (None) and the flag "does not fit";
+- speculative decoding: draft length k, acceptance a: expected tokens per
+  verify step (1 - a^(k+1)) / (1 - a); one cycle = k draft decode steps + one
+  target step over k + 1 tokens per sequence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+from core.catalogue.catalogue import Catalogue, UnknownIdError
+from core.catalogue.precisions import ACTIVATION_BYTES, COMPUTE_FORMATS, FORMATS, PEAK_PRECISIONS, UnknownPrecisionError, default_compute
+from core.model.engine import Steps, StepSums, operation_costs, time_steps, visible
+from core.model.result import FIGURES, RESULT_SCHEMA, Ceiling, ceiling_of_row, plain
+from core.model.scenario import FIELDS, SCENARIO_SCHEMA, Scenario, check_frame, default
+
+Array = npt.NDArray[np.float64]
+Index = npt.NDArray[np.intp]
+
+_FORMAT_INDEX = {name: i for i, name in enumerate(FORMATS)}
+_FORMAT_BYTES_BY_CODE = np.array([f.bytes for f in FORMATS.values()])
+_COMPUTE_INDEX = {c: i for i, c in enumerate(COMPUTE_FORMATS)}
+_AUTO = {w: default_compute(w) for w in FORMATS}
+_TEXT = frozenset(n for n in FIELDS if SCENARIO_SCHEMA[n] == pl.String)
+_ACT_BYTES = np.array([ACTIVATION_BYTES[p] for p in PEAK_PRECISIONS])
+_REQUESTED_ACT_BYTES = np.array([ACTIVATION_BYTES[c] for c in COMPUTE_FORMATS])
+
+
+@dataclass(frozen=True)
+class ScenarioArrays:
+    """Scenarios as columns: each Scenario field (numbers as arrays, text as lists or Series) and what they name.
+
+    `gpu`, `model` and `draft` index the catalogue (-1: no draft model),
+    `compute` indexes COMPUTE_FORMATS (auto resolved to the weights' default),
+    `weight_bytes` and `kv_bytes` are bytes per element of the formats.
+    """
+
+    size: int
+    values: dict[str, Any]
+    gpu: Index
+    model: Index
+    draft: Index
+    compute: Index
+    weight_bytes: Array
+    kv_bytes: Array
+
+    def number(self, name: str) -> Array:
+        """A numeric field as float64."""
+        return self.values[name].astype(np.float64, copy=False)  # type: ignore[no-any-return]
+
+    @classmethod
+    def of(cls, cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame) -> ScenarioArrays:
+        """Scenario records, or a frame with a column per field (defaults fill the missing ones), checked against the catalogue."""
+        tables = {
+            "gpu": ("accelerator", cat.gpu_index),
+            "model": ("model", cat.model_index),
+            "spec_draft_model": ("model", cat.model_index),
+            "compute": ("compute precision", _COMPUTE_INDEX),
+            "weights": ("precision", _FORMAT_INDEX),
+            "kv": ("precision", _FORMAT_INDEX),
+        }
+        if isinstance(scenarios, pl.DataFrame):
+            frame = scenarios.with_columns(
+                pl.lit(default(n), dtype=SCENARIO_SCHEMA[n]).alias(n) for n in FIELDS if n not in scenarios.columns
+            )
+            check_frame(frame)
+            frame = frame.with_columns(
+                pl.coalesce(
+                    pl.col("compute").cast(pl.String), pl.col("weights").replace_strict(_AUTO, default=None, return_dtype=pl.String)
+                )
+            )
+            values: dict[str, Any] = {n: frame[n] if n in _TEXT else frame[n].to_numpy() for n in FIELDS}
+            found = frame.select(
+                pl.col(n).replace_strict(index, default=-1, return_dtype=pl.Int64).fill_null(-1) for n, (_, index) in tables.items()
+            )
+            codes = {n: found[n].to_numpy().astype(np.intp) for n in tables}
+            for name, (kind, index) in tables.items():
+                unknown = (codes[name] < 0) & (frame[name].is_not_null().to_numpy() if name == "spec_draft_model" else True)
+                if unknown.any():
+                    raise _unknown(kind, frame[name][int(np.argmax(unknown))], index)
+        else:
+            values = {n: [getattr(s, n) for s in scenarios] for n in FIELDS}
+            values["compute"] = [c or default_compute(w) for c, w in zip(values["compute"], values["weights"], strict=True)]
+            codes = {}
+            for name, (kind, index) in tables.items():
+                for value in values[name]:
+                    if value not in index and not (value is None and name == "spec_draft_model"):
+                        raise _unknown(kind, value, index)
+                codes[name] = np.array([-1 if v is None else index[v] for v in values[name]], dtype=np.intp)
+            values.update({n: np.asarray(values[n]) for n in FIELDS if n not in _TEXT})
+        return cls(
+            size=len(codes["gpu"]),
+            values=values,
+            gpu=codes["gpu"],
+            model=codes["model"],
+            draft=codes["spec_draft_model"],
+            compute=codes["compute"],
+            weight_bytes=_FORMAT_BYTES_BY_CODE[codes["weights"]],
+            kv_bytes=_FORMAT_BYTES_BY_CODE[codes["kv"]],
+        )
+
+
+def _unknown(kind: str, value: Any, index: dict[str, int]) -> Exception:
+    if kind == "precision":
+        return UnknownPrecisionError(f"unknown precision {value!r}; known: {', '.join(index)}")
+    return UnknownIdError(kind, str(value), sorted(index))
+
+
+@dataclass(frozen=True)
+class ScenarioSteps:
+    """The steps of each scenario and the accelerator figures they run at (arrays of one entry per scenario)."""
+
+    decode: Steps
+    prefill: Steps
+    draft: Steps  # only the scenarios that decode speculatively (`speculative`)
+    speculative: npt.NDArray[np.bool_]
+    bandwidth: Array  # byte/s per GPU, derated
+    peak: Array  # FLOP/s per GPU at the compute format used, derated (NaN: none supported)
+    compute_used: Index  # index into PEAK_PRECISIONS, -1 when none
+
+
+def scenario_steps(cat: Catalogue, s: ScenarioArrays) -> ScenarioSteps:
+    """The decode, prefill and draft steps of every scenario, with the bandwidth and peak they see."""
+    hw = cat.hardware
+    used = hw.compute_used[s.gpu, s.compute]
+    peak = np.where(used >= 0, hw.peaks[s.gpu, np.maximum(used, 0)], np.nan)
+    # activations travel in the format the kernels compute in
+    act = np.where(used >= 0, _ACT_BYTES[np.maximum(used, 0)], _REQUESTED_ACT_BYTES[s.compute])
+    speculative = (s.number("spec_draft_len") > 0) & (s.draft >= 0)
+    n, batch, context = s.number("num_gpus"), s.number("batch"), s.number("context")
+    wb, kvb = s.weight_bytes, s.kv_bytes
+    flash = np.asarray(s.values["flash_attention"], dtype=bool)
+    ones, zeros, no = np.ones(s.size), np.zeros(s.size), np.zeros(s.size, dtype=bool)
+    q = np.where(speculative, s.number("spec_draft_len") + 1.0, 1.0)
+    decode = Steps(s.model, n, wb, kvb, act, batch, q, context, no, flash)
+    prefill = Steps(s.model, n, wb, kvb, act, ones, s.number("prompt"), zeros, ~no, flash)
+    draft = Steps(s.draft, n, wb, kvb, act, batch, ones, context, no, flash).take(speculative)
+    bandwidth = hw.bandwidth_bytes_per_s[s.gpu] * s.number("eff_bandwidth")
+    return ScenarioSteps(decode, prefill, draft, speculative, bandwidth, peak * s.number("eff_compute"), used)
+
+
+@dataclass(frozen=True)
+class StepTotals:
+    """A step's operation sums (the engine) with its communication, total time and bound side."""
+
+    sums: StepSums
+    comm_time_s: Array
+    step_time_s: Array
+    bound: Index  # 0 memory, 1 compute, 2 communication
+
+    @property
+    def intensity(self) -> Array:
+        return self.sums.flops / self.sums.bytes
+
+
+BOUNDS = ("memory", "compute", "communication")
+
+
+def step_totals(cat: Catalogue, steps: Steps, gpu: Index, bandwidth: Array, peak: Array, overhead_s: Array) -> StepTotals:
+    """The engine's operation time of each step plus tensor-parallel communication and the stated overhead."""
+    sums = time_steps(cat.ops_matrix, steps, bandwidth, peak)
+    n = steps.num_gpus
+    shape = cat.model_arrays
+    message = steps.batch * steps.q * shape["hidden_size"][steps.model] * steps.act_bytes
+    one_way = cat.hardware.scaleup_bytes_per_s[gpu] / 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        comm = np.where(n > 1, 2.0 * shape["num_layers"][steps.model] * 2.0 * (n - 1.0) / n * message / one_way, 0.0)
+    comm = np.nan_to_num(comm, nan=0.0)  # no scale-up link figure: not costed (flagged)
+    mem, comp = sums.memory_bound_time_s, sums.compute_bound_time_s
+    bound = np.where((comm > mem) & (comm > comp), 2, np.where(mem >= comp, 0, 1))
+    return StepTotals(sums, comm, sums.ops_time_s + comm + overhead_s, bound)
+
+
+def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, columns: Sequence[str] | None = None) -> pl.DataFrame:
+    """One row per scenario, in order: the columns of RESULT_SCHEMA (or those asked for)."""
+    s = ScenarioArrays.of(cat, scenarios)
+    names = list(columns) if columns else list(RESULT_SCHEMA)
+    schema = {n: RESULT_SCHEMA[n] for n in names}
+    if s.size == 0:
+        return pl.DataFrame(schema=schema)
+    out = _columns(cat, s)
+    if s.size > _FEW:
+        return pl.DataFrame({n: out[n] for n in names}, schema=schema, nan_to_null=True)
+    # a few rows are quicker to hand over row by row (a frame's fixed cost is per column)
+    cells = [_cells(out[n], schema[n]) for n in names]
+    return pl.DataFrame([dict(zip(names, row, strict=True)) for row in zip(*cells, strict=True)], schema=schema)
+
+
+#: Up to this many scenarios the frame is built from rows.
+_FEW = 64
+
+
+def _cells(values: Any, dtype: Any) -> list[Any]:
+    """A column as plain Python values: None for NaN, whole numbers for an integer column."""
+    if isinstance(values, pl.Series):
+        return values.to_list()
+    if not isinstance(values, np.ndarray):
+        return list(values)
+    if values.dtype.kind != "f":
+        return values.tolist()  # type: ignore[no-any-return]
+    if dtype == pl.Int64:
+        return [None if v != v else int(v) for v in values.tolist()]
+    if np.isnan(values).any():
+        return [None if v != v else v for v in values.tolist()]
+    return values.tolist()  # type: ignore[no-any-return]
+
+
+def ceiling(cat: Catalogue, scenario: Scenario) -> Ceiling:
+    """The ceilings of one scenario."""
+    s = ScenarioArrays.of(cat, [scenario])
+    out = _columns(cat, s)
+    resolved = scenario if scenario.compute is not None else scenario.model_copy(update={"compute": s.values["compute"][0]})
+    return Ceiling(scenario=resolved, scenario_id=0, **{n: _first(out[n], RESULT_SCHEMA[n]) for n in FIGURES})
+
+
+def ceilings_by_batch(cat: Catalogue, scenario: Scenario, batches: Sequence[int]) -> dict[int, Ceiling]:
+    """The scenario's ceilings at each of `batches` (its own batch ignored), from one evaluation."""
+    frame = evaluate(cat, [scenario.model_copy(update={"batch": int(b)}) for b in sorted(set(batches))])
+    return {int(row["batch"]): ceiling_of_row(row) for row in frame.iter_rows(named=True)}
+
+
+def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode") -> pl.DataFrame:
+    """The per-operation roofline of one step of a scenario: decode (the verify step under speculative decoding) or prefill.
+
+    One row per operation and layer group: FLOPs, bytes (weights, activations,
+    KV), intensity, bound side, time (all layers of the group) and share of
+    the step's operation time.
+    """
+    s = ScenarioArrays.of(cat, [scenario])
+    st = scenario_steps(cat, s)
+    step = st.prefill if phase == "prefill" else st.decode
+    costs = operation_costs(cat.ops_matrix, step, st.bandwidth, st.peak)
+    labels = cat.ops.filter(pl.col("model_id") == scenario.model).select("group", "op")
+    total = costs["time_s"].sum()
+    return pl.concat([labels, costs], how="horizontal").select(
+        "group",
+        "op",
+        "kind",
+        "layers",
+        "flops",
+        "weight_bytes",
+        pl.col("act_bytes_total").alias("act_bytes"),
+        (pl.col("kv_read_bytes") + pl.col("kv_write_bytes")).alias("kv_bytes"),
+        "kv_shard",
+        "bytes",
+        "intensity",
+        "bound",
+        "memory_time_s",
+        "compute_time_s",
+        "time_s",
+        (pl.col("time_s") / total).alias("share"),
+    )
+
+
+def _first(values: Any, dtype: Any) -> Any:
+    """The first value of a column as a plain Python value of the schema's type (None for NaN)."""
+    if not isinstance(values, np.ndarray):
+        return values[0]
+    value = plain(values[0].item())
+    return int(value) if dtype == pl.Int64 and value is not None else value
+
+
+def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
+    """Every column of RESULT_SCHEMA for the scenarios, as arrays (NaN where there is no value)."""
+    hw = cat.hardware
+    st = scenario_steps(cat, s)
+    n, batch = s.number("num_gpus"), s.number("batch")
+    overhead = s.number("overhead_s")
+    decode = step_totals(cat, st.decode, s.gpu, st.bandwidth, st.peak, overhead)
+    prefill = step_totals(cat, st.prefill, s.gpu, st.bandwidth, st.peak, overhead)
+    draft_time = np.full(s.size, np.nan)
+    if st.speculative.any():
+        spec = st.speculative
+        draft = step_totals(cat, st.draft, s.gpu[spec], st.bandwidth[spec], st.peak[spec], overhead[spec])
+        draft_time[spec] = draft.step_time_s
+    memory = _memory(cat, s, st.speculative)
+
+    a, k = s.number("spec_acceptance"), s.number("spec_draft_len")
+    tokens_per_step = np.where(st.speculative, (1.0 - a ** (k + 1.0)) / (1.0 - a), 1.0)  # a < 1 (Scenario)
+    cycle = decode.step_time_s + np.where(st.speculative, k * np.nan_to_num(draft_time), 0.0)
+    costed = ~np.isnan(st.peak)
+    served = memory["fits"] & costed
+    per_user = np.where(served, tokens_per_step / cycle, np.nan)
+    total = per_user * batch
+    datasheet_peak = np.where(st.compute_used >= 0, hw.peaks[s.gpu, np.maximum(st.compute_used, 0)], np.nan)
+    datasheet_bw = hw.bandwidth_bytes_per_s[s.gpu]
+    aggregate_bw = n * st.bandwidth
+    # a cache tensor parallelism cannot shard is read whole by every GPU
+    kv_read_all_gpus = decode.sums.kv_read_bytes * n / memory["kv_shard"]
+    price = s.number("usd_per_gpu_hour")
+    power = hw.power_w[s.gpu]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out: dict[str, Any] = {
+            "scenario_id": np.arange(s.size),
+            **s.values,
+            "gpu_name": _names(hw.names, s.gpu),
+            "compute_used": _names(PEAK_PRECISIONS, st.compute_used),
+            "peak_flops": datasheet_peak,
+            "bandwidth_bytes_per_s": datasheet_bw,
+            "ridge": datasheet_peak / datasheet_bw,
+            "power_w": power,
+            "step_time_s": decode.step_time_s,
+            "flops": decode.sums.flops,
+            "bytes": decode.sums.bytes,
+            "weight_bytes": decode.sums.weight_bytes,
+            "kv_bytes": decode.sums.kv_read_bytes + decode.sums.kv_write_bytes,
+            "intensity": decode.intensity,
+            "bound": _names(BOUNDS, decode.bound),
+            "memory_bound_time_s": decode.sums.memory_bound_time_s,
+            "compute_bound_time_s": decode.sums.compute_bound_time_s,
+            "comm_time_s": decode.comm_time_s,
+            "tokens_per_step": tokens_per_step,
+            "draft_step_time_s": draft_time,
+            "cycle_time_s": cycle,
+            "tokens_per_s_per_user": per_user,
+            "tokens_per_s_total": total,
+            "time_per_output_token_s": np.where(served, cycle / tokens_per_step, np.nan),
+            "ttft_s": np.where(costed, prefill.step_time_s, np.nan),
+            "prefill_tokens_per_s": np.where(costed, s.number("prompt") / prefill.step_time_s, np.nan),
+            "prefill_step_time_s": prefill.step_time_s,
+            "prefill_flops": prefill.sums.flops,
+            "prefill_bytes": prefill.sums.bytes,
+            "prefill_intensity": prefill.intensity,
+            "prefill_bound": _names(BOUNDS, prefill.bound),
+            "bandwidth_ceiling_tokens_per_s": aggregate_bw / decode.sums.weight_bytes,
+            "bandwidth_ceiling_tokens_per_s_total": aggregate_bw / decode.sums.weight_bytes * batch,
+            "bandwidth_ceiling_with_kv_tokens_per_s": aggregate_bw / (decode.sums.weight_bytes + kv_read_all_gpus),
+            "bandwidth_ceiling_with_kv_tokens_per_s_total": aggregate_bw / (decode.sums.weight_bytes + kv_read_all_gpus) * batch,
+            **{key: memory[key] for key in _MEMORY_FIGURES},
+            "usd_per_million_tokens": np.where(price > 0, price * n / (total * 3600.0) * 1e6, np.nan),
+            "tokens_per_s_per_watt": total / (n * power),
+        }
+    out["flags"] = _flags(cat, s, st, memory["fits"])
+    return out
+
+
+_MEMORY_FIGURES = (
+    "weight_memory_bytes",
+    "kv_bytes_per_seq_all_gpus",
+    "kv_memory_bytes",
+    "reserve_bytes",
+    "capacity_bytes",
+    "memory_required_bytes",
+    "fits",
+    "max_batch",
+    "min_gpus",
+)
+
+
+def _memory(cat: Catalogue, s: ScenarioArrays, speculative: npt.NDArray[np.bool_]) -> dict[str, Any]:
+    """Weights, KV cache and reserve against num_gpus x memory; the largest batch; the fewest GPUs."""
+    attn, m = cat.attention_matrix, s.model
+    context = s.number("context")[:, None]
+    kv_elems_per_seq = (attn.layers[m] * attn.kv_elems[m] * visible(context, attn.window[m])).sum(axis=1)
+    replicated, kv_heads = cat.model_arrays["kv_replicated"][m] == 1, cat.model_arrays["kv_heads"][m]
+    n, batch = s.number("num_gpus"), s.number("batch")
+    kv_shard = np.where(replicated, 1.0, np.minimum(n, kv_heads))
+    wb, kvb = s.weight_bytes, s.kv_bytes
+    params = cat.model_arrays["total_params"]
+    weights = params[s.model] * wb + np.where(speculative, params[np.maximum(s.draft, 0)] * wb, 0.0)
+    kv_one = kv_elems_per_seq * kvb  # one sequence's cache, were it held once
+    kv_per_seq = kv_one * n / kv_shard  # a cache tensor parallelism cannot shard is held on every GPU
+    per_gpu = cat.hardware.memory_bytes[s.gpu]
+    reserve_fraction = s.number("reserve_fraction")
+    capacity = n * per_gpu
+    reserve = reserve_fraction * capacity
+    usable = capacity - reserve
+    kv_memory = kv_per_seq * batch
+    usable_per_gpu = per_gpu * (1.0 - reserve_fraction)
+    room = usable_per_gpu - kv_one
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # no KV to hold (context 0): memory sets no batch limit (None)
+        max_batch = np.where(kv_per_seq > 0, np.floor(np.maximum((usable - weights) / kv_per_seq, 0.0)), np.nan)
+        min_gpus = np.where(replicated, np.where(room > 0, np.ceil(weights / room), np.nan), np.ceil((weights + kv_one) / usable_per_gpu))
+    return {
+        "weight_memory_bytes": weights,
+        "kv_bytes_per_seq_all_gpus": kv_per_seq,
+        "kv_memory_bytes": kv_memory,
+        "reserve_bytes": reserve,
+        "capacity_bytes": capacity,
+        "memory_required_bytes": weights + kv_memory + reserve,
+        "fits": weights + kv_memory <= usable,
+        "max_batch": max_batch,
+        "min_gpus": min_gpus,
+        "kv_shard": kv_shard,
+    }
+
+
+#: Above this many scenarios text columns are built by Polars (a fixed cost of ~0.1 ms, quicker per row than Python objects).
+_MANY = 2048
+
+
+def _names(labels: Sequence[str], codes: Index) -> Any:
+    """Text labels of codes (-1: None)."""
+    return _pick([*labels, None], np.where(codes >= 0, codes, len(labels)), pl.String)
+
+
+def _pick(values: list[Any], positions: Index, dtype: Any) -> Any:
+    """values[positions] as a Series (many positions) or a list (few)."""
+    if len(positions) > _MANY:
+        return pl.Series(values, dtype=dtype).gather(positions)
+    return [values[i] for i in positions]
+
+
+def _flags(cat: Catalogue, s: ScenarioArrays, st: ScenarioSteps, fits: npt.NDArray[np.bool_]) -> Any:
+    """Each scenario's flags: a list built once per distinct combination of its causes."""
+    no_link = (s.number("num_gpus") > 1) & np.isnan(cat.hardware.scaleup_bytes_per_s[s.gpu])
+    ignored = (s.number("spec_draft_len") > 0) & (s.draft < 0)
+    n_used = len(PEAK_PRECISIONS) + 1
+    code = (((s.compute * n_used + st.compute_used + 1) * 2 + no_link) * 2 + ~fits) * 2 + ignored
+    present = np.flatnonzero(np.bincount(code, minlength=1))
+    position = np.zeros(int(code.max()) + 1, dtype=np.intp)
+    position[present] = np.arange(len(present))
+    lists = []
+    for c in present:
+        rest, why_ignored = divmod(int(c), 2)
+        rest, not_fitting = divmod(rest, 2)
+        rest, unlinked = divmod(rest, 2)
+        requested, used = divmod(rest, n_used)
+        asked, flags = COMPUTE_FORMATS[requested], []
+        if used == 0:
+            flags.append(f"{asked} compute unsupported and no wider format listed")
+        elif PEAK_PRECISIONS[used - 1] != asked:
+            flags.append(f"{asked} compute not native on this accelerator: computed at the {PEAK_PRECISIONS[used - 1]} peak")
+        if unlinked:
+            flags.append("no scale-up link figure: tensor-parallel communication not costed")
+        if not_fitting:
+            flags.append("does not fit in memory: weights + KV exceed the usable memory")
+        if why_ignored:
+            flags.append("speculative decoding ignored: no draft model")
+        lists.append(flags)
+    return _pick(lists, position[code], pl.List(pl.String))

@@ -1,0 +1,280 @@
+"""The scenario: one what-if (accelerator x count, model, precisions, batch, context, options).
+
+`Scenario` is the one definition. Each field carries its default, its bounds
+and a `Param`: its label, help text and unit on screen, its link parameter
+and its command-line option. The sidebar, the calculator's options, a shared
+link, the CLI's arguments (`add_cli_arguments`, `from_cli`), the report and
+the tests all build and read this type; a frame of scenarios (a sweep) has
+one column per field and is checked against the same bounds
+(`check_frame`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import annotated_types
+import polars as pl
+from pydantic import ConfigDict, Field
+from pydantic.fields import FieldInfo
+
+from core.catalogue.specs import PrecisionFields
+
+
+@dataclass(frozen=True)
+class Param:
+    """How a scenario field is asked for: on screen, in a link and on the command line.
+
+    A control shows `unit` and holds the field's value divided by `scale`
+    (overhead in ms: scale 1e-3); `key` names its widget and link parameter
+    (default: the field's name). `lo`, `hi` and `step` are the control's
+    range and step in its own unit where the field's bounds are too wide (or
+    open) to slide over; `slider` draws a slider rather than a number box.
+    """
+
+    label: str
+    help: str
+    unit: str = ""
+    scale: float = 1.0
+    key: str | None = None
+    flag: str | None = None  # command-line option (default: --field-name)
+    cli_required: bool = False
+    lo: float | None = None
+    hi: float | None = None
+    step: float | None = None
+    slider: bool = False
+
+
+class Scenario(PrecisionFields):
+    """One what-if: accelerator x count, model, precisions, phase sizes, options (SI units)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: Annotated[
+        str, Param("Accelerator", "Accelerator id: its datasheet roof applies (dense peaks, decimal units).", cli_required=True)
+    ] = "h100-sxm"
+    model: Annotated[str, Param("Model", "Model id: its shapes come from its own config.json.", cli_required=True)] = "llama-3.1-8b"
+    num_gpus: Annotated[
+        int,
+        Field(ge=1, le=1024),
+        Param(
+            "GPUs (tensor parallel)",
+            "Tensor-parallel degree: weights and KV are sharded, bandwidth and compute add up, two all-reduces per layer.",
+        ),
+    ] = 1
+    weights: Annotated[str, Param("Weights", "Storage format of the weights, scales included (int4 = 4.125 bits).")] = "bf16"
+    compute: Annotated[
+        str | None,
+        Param(
+            "Compute",
+            "Tensor-core format whose peak applies; auto (empty): fp8 weights compute in fp8, fp4 in fp4, others in bf16.",
+        ),
+    ] = None
+    kv: Annotated[str, Param("KV cache", "Storage format of the KV cache.")] = "bf16"
+    batch: Annotated[int, Field(ge=1, le=1_000_000), Param("Batch (sequences)", "Sequences decoded together in one step.")] = 1
+    context: Annotated[
+        int,
+        Field(ge=0, le=10_000_000),
+        Param("Context (tokens)", "Tokens already in each sequence's KV cache during decode.", step=1024),
+    ] = 4096
+    prompt: Annotated[
+        int, Field(ge=1, le=10_000_000), Param("Prompt (tokens)", "Prompt length for prefill and time to first token.", step=256)
+    ] = 2048
+    spec_draft_len: Annotated[
+        int,
+        Field(ge=0, le=64),
+        Param("Draft length (tokens)", "Speculative decoding: tokens the draft model proposes per verify step; 0 turns it off.", hi=16),
+    ] = 0
+    spec_acceptance: Annotated[
+        float,
+        Field(ge=0.0, lt=1.0),
+        Param(
+            "Acceptance rate",
+            "Speculative decoding: probability that each drafted token is accepted, 0 <= a < 1.",
+            hi=0.95,
+            step=0.05,
+            slider=True,
+        ),
+    ] = 0.7
+    spec_draft_model: Annotated[
+        str | None,
+        Param(
+            "Draft model",
+            "Speculative decoding: the small model that drafts tokens (a model id); "
+            "default on screen: the smallest of the same family and vocabulary.",
+        ),
+    ] = None
+    eff_bandwidth: Annotated[
+        float,
+        Field(gt=0.0, le=1.0),
+        Param(
+            "Bandwidth efficiency", "Share of peak memory bandwidth reachable in practice; 1 = datasheet.", lo=0.3, step=0.05, slider=True
+        ),
+    ] = 1.0
+    eff_compute: Annotated[
+        float,
+        Field(gt=0.0, le=1.0),
+        Param("Compute efficiency", "Share of peak FLOP/s reachable in practice; 1 = datasheet.", lo=0.3, step=0.05, slider=True),
+    ] = 1.0
+    overhead_s: Annotated[
+        float,
+        Field(ge=0.0, le=10.0),
+        Param(
+            "Overhead per step",
+            "Fixed time added to every step (kernel launches, scheduling).",
+            unit="ms",
+            scale=1e-3,
+            key="overhead_ms",
+            hi=100.0,
+            step=0.1,
+        ),
+    ] = 0.0
+    reserve_fraction: Annotated[
+        float,
+        Field(ge=0.0, lt=1.0),
+        Param(
+            "Memory reserve",
+            "Share of each GPU's memory kept free for activations, CUDA graphs and fragmentation.",
+            unit="%",
+            scale=0.01,
+            key="reserve_pct",
+            hi=50.0,
+            step=1.0,
+            slider=True,
+        ),
+    ] = 0.10
+    usd_per_gpu_hour: Annotated[
+        float,
+        Field(ge=0.0, le=1000.0),
+        Param("Price per GPU-hour", "Your price per GPU per hour; 0 leaves the cost per million tokens empty.", unit="USD", step=0.1),
+    ] = 0.0
+    flash_attention: Annotated[
+        bool,
+        Param("Fused attention", "Flash attention: no score matrix in HBM; off writes it (unfused).", flag="--unfused-attention"),
+    ] = True
+
+    @property
+    def uses_speculation(self) -> bool:
+        """True when the scenario decodes speculatively (a draft length and a draft model)."""
+        return self.spec_draft_len > 0 and self.spec_draft_model is not None
+
+    def at(self, **changes: Any) -> Scenario:
+        """The same scenario with some fields changed, validated."""
+        return Scenario.model_validate({**self.model_dump(), **changes})
+
+
+FIELDS: tuple[str, ...] = tuple(Scenario.model_fields)
+
+
+def param(name: str) -> Param:
+    """The Param of a scenario field."""
+    return next(m for m in Scenario.model_fields[name].metadata if isinstance(m, Param))
+
+
+def default(name: str) -> Any:
+    """The default of a scenario field."""
+    return Scenario.model_fields[name].default
+
+
+def field_type(name: str) -> type:
+    """The Python type of a scenario field, optional or not (str, int, float or bool)."""
+    annotation = Scenario.model_fields[name].annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    return typing.cast(type, annotation)
+
+
+def bounds(name: str) -> tuple[float | None, bool, float | None, bool]:
+    """(low, low inclusive, high, high inclusive) of a numeric field (None: unbounded)."""
+    info: FieldInfo = Scenario.model_fields[name]
+    lo: float | None = None
+    hi: float | None = None
+    lo_inc = hi_inc = True
+    for m in info.metadata:
+        if isinstance(m, annotated_types.Ge):
+            lo, lo_inc = float(m.ge), True  # type: ignore[arg-type]
+        elif isinstance(m, annotated_types.Gt):
+            lo, lo_inc = float(m.gt), False  # type: ignore[arg-type]
+        elif isinstance(m, annotated_types.Le):
+            hi, hi_inc = float(m.le), True  # type: ignore[arg-type]
+        elif isinstance(m, annotated_types.Lt):
+            hi, hi_inc = float(m.lt), False  # type: ignore[arg-type]
+    return lo, lo_inc, hi, hi_inc
+
+
+#: Polars types of the scenario columns.
+DTYPES: dict[type, Any] = {str: pl.String, int: pl.Int64, float: pl.Float64, bool: pl.Boolean}
+SCENARIO_SCHEMA: dict[str, Any] = {name: DTYPES[field_type(name)] for name in FIELDS}
+
+
+def grid(base: Scenario, **axes: Sequence[Any]) -> pl.DataFrame:
+    """Every combination of `axes` (field -> values; the first varies slowest), the other fields from `base`."""
+    fixed = {k: [v] for k, v in base.model_dump().items() if k not in axes}
+    frame = pl.DataFrame(fixed, schema={k: SCENARIO_SCHEMA[k] for k in fixed})
+    for name, values in axes.items():
+        frame = frame.join(pl.DataFrame({name: list(values)}, schema={name: SCENARIO_SCHEMA[name]}), how="cross")
+    return frame
+
+
+class ScenarioError(ValueError):
+    """A scenario value out of its bounds: names the field (and the row of a frame)."""
+
+    def __init__(self, field: str, problem: str, *, row: int | None = None) -> None:
+        where = f"row {row}: " if row is not None else ""
+        super().__init__(f"{field}: {where}{problem}")
+        self.field, self.problem, self.row = field, problem, row
+
+
+def check_frame(frame: pl.DataFrame) -> None:
+    """Every numeric scenario column of a frame within its field's bounds; ScenarioError names the first value that is not."""
+    checked = [n for n in FIELDS if n in frame.columns and field_type(n) in (int, float)]
+    out_of_bounds = {}
+    for name in checked:
+        lo, lo_inc, hi, hi_inc = bounds(name)
+        col = pl.col(name)
+        bad = col.is_null()
+        if lo is not None:
+            bad = bad | ((col < lo) if lo_inc else (col <= lo))
+        if hi is not None:
+            bad = bad | ((col > hi) if hi_inc else (col >= hi))
+        out_of_bounds[name] = bad.arg_true().first()
+    first = frame.select(**out_of_bounds).row(0, named=True) if checked else {}
+    for name, row in first.items():
+        if row is not None:
+            lo, lo_inc, hi, hi_inc = bounds(name)
+            rng = f"{'>=' if lo_inc else '>'} {lo:g}" if lo is not None else ""
+            rng += (" and " if rng else "") + (f"{'<=' if hi_inc else '<'} {hi:g}" if hi is not None else "")
+            raise ScenarioError(name, f"must be {rng}, got {frame[name][row]}", row=int(row))
+
+
+# -- the command line ------------------------------------------------------------
+
+
+def flag(name: str) -> str:
+    """The command-line option of a scenario field."""
+    return param(name).flag or "--" + name.replace("_", "-")
+
+
+def add_cli_arguments(parser: argparse.ArgumentParser, *, only: tuple[str, ...] = FIELDS) -> None:
+    """One option per scenario field (or per field of `only`), with the field's default, type and help."""
+    for name in only:
+        p, kind, dflt = param(name), field_type(name), default(name)
+        unit = f" ({p.unit if p.scale == 1 else 'SI units'})" if p.unit else ""
+        text = f"{p.help}{unit}"
+        if kind is bool:
+            action = "store_false" if dflt else "store_true"
+            parser.add_argument(flag(name), dest=name, action=action, help=text)
+        elif p.cli_required:
+            parser.add_argument(flag(name), dest=name, type=kind, required=True, help=text)
+        else:
+            parser.add_argument(flag(name), dest=name, type=kind, default=dflt, help=f"{text}; default: {dflt}")
+
+
+def from_cli(args: argparse.Namespace) -> Scenario:
+    """The Scenario of parsed command-line options (pydantic names a bad value's field)."""
+    return Scenario.model_validate({name: getattr(args, name) for name in FIELDS if hasattr(args, name)})

@@ -1,0 +1,1 @@
+"""Planning: one deployment's breakdown, frontier and what-ifs (`planning`), and accelerators compared for a purchase (`purchase`)."""

@@ -1,0 +1,508 @@
+"""Altair chart builders (pure: frames in, `alt.Chart` out) and their PNG/SVG export.
+
+The page, the export and the tests use the same chart. Colours carry one
+meaning everywhere: memory-bound is blue, compute-bound is orange.
+Values <= 0 are filtered before they reach a log scale (one would blank it).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import math
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from core.model.roofline import roof_lines
+
+# Charts become Vega-Lite specs here (memoised by the pages, exported as PNG/SVG), not
+# through st.altair_chart, so Altair's notebook guard of 5,000 rows per dataset would
+# refuse an imported benchmark's points (Streamlit's own path has no such limit). Set once,
+# process-wide, at import: toggling it per call would race between sessions' threads.
+alt.data_transformers.disable_max_rows()
+
+MEMORY_COLOUR = "#1f77b4"
+COMPUTE_COLOUR = "#ff7f0e"
+BOUND_SCALE = alt.Scale(domain=["memory", "compute"], range=[MEMORY_COLOUR, COMPUTE_COLOUR])
+#: Roof colours: none of them blue or orange, which mean memory- and compute-bound.
+ROOF_COLOURS = ["#2f855a", "#6b46c1", "#b83280", "#718096", "#975a16", "#0d9488", "#1a202c", "#c53030"]
+#: Axis labels in SI (1e12 -> 1T) via d3-format's SI type.
+SI_FORMAT = "~s"
+
+
+def positive(frame: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """Rows whose `columns` are all finite and > 0 (safe for a log scale)."""
+    cond = pl.lit(True)
+    for c in columns:
+        cond = cond & pl.col(c).is_not_null() & pl.col(c).is_finite() & (pl.col(c) > 0)
+    return frame.filter(cond)
+
+
+def export_chart(chart: alt.TopLevelMixin | dict[str, Any], fmt: str, *, scale: float = 2.0) -> bytes:
+    """The chart (an Altair chart or its Vega-Lite spec dict) as PNG or SVG bytes, rendered offline by vl-convert."""
+    import vl_convert as vlc
+
+    spec = json.dumps(chart) if isinstance(chart, dict) else chart.to_json()
+    if fmt == "png":
+        return bytes(vlc.vegalite_to_png(spec, scale=scale))
+    if fmt == "svg":
+        return vlc.vegalite_to_svg(spec).encode("utf-8")
+    raise ValueError(f"format: expected png or svg, got {fmt!r}")
+
+
+def chart_data(chart: alt.TopLevelMixin) -> list[dict[str, Any]]:
+    """Every inline data row of a chart (for tests that check the numbers it draws)."""
+    spec = chart.to_dict()
+    rows: list[dict[str, Any]] = []
+    for dataset in spec.get("datasets", {}).values():
+        rows.extend(dataset)
+    return rows
+
+
+POINT_SHAPES = alt.Scale(
+    domain=["decode matmul", "decode attention", "decode step", "prefill matmul", "prefill step"],
+    range=["circle", "triangle-up", "diamond", "square", "cross"],
+)
+
+
+def roofline_chart(
+    roofs: pl.DataFrame,
+    points: pl.DataFrame,
+    paths: pl.DataFrame | None = None,
+    *,
+    title: str = "",
+    width: int = 760,
+    height: int = 440,
+) -> alt.LayerChart:
+    """Log-log roofline: roofs per accelerator and precision, ridges labelled, operating points.
+
+    `roofs` comes from core.model.roofline.roof_lines, `points` and `paths` from
+    core.model.roofline.operating_points (points: one batch; paths: every batch).
+    """
+    layout, datasets = _roofline_parts(roofs, points, paths)
+    return _roofline_layers(*layout, width=width, height=height).properties(title=title, datasets=datasets)
+
+
+def roofline_spec(
+    roofs: pl.DataFrame,
+    points: pl.DataFrame,
+    paths: pl.DataFrame | None = None,
+    *,
+    title: str = "",
+    width: int = 760,
+    height: int = 440,
+) -> dict[str, Any]:
+    """roofline_chart as a Vega-Lite spec dict, for drawing on a page.
+
+    The layers depend only on the roof kinds, whether paths are drawn and the
+    size, so their spec is built once per combination and reused; the axis
+    domains, the title and the data rows are filled in per call. Equal to
+    `roofline_chart(...).to_dict(validate=False)` (tested).
+    """
+    (x_dom, y_dom, kinds, has_paths), datasets = _roofline_parts(roofs, points, paths)
+    spec = copy.deepcopy(_roofline_template(kinds, has_paths, width=width, height=height))
+    for layer in spec["layer"]:
+        for channel, domain in (("x", x_dom), ("y", y_dom)):
+            layer["encoding"][channel]["scale"]["domain"] = list(domain)
+    spec["title"] = title
+    spec["datasets"] = datasets
+    return spec
+
+
+ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch")
+
+
+def _roofline_parts(
+    roofs: pl.DataFrame, points: pl.DataFrame, paths: pl.DataFrame | None
+) -> tuple[tuple[tuple[float, float], tuple[float, float], tuple[str, ...], bool], dict[str, list[dict[str, Any]]]]:
+    """(domains, roof kinds, has paths) and the named datasets of a roofline chart."""
+    # only the columns the encodings read travel into the spec
+    roofs = positive(roofs, "intensity", "attainable_flops").select(
+        "series", "roof", "point", "intensity", "attainable_flops", "ridge", "peak_flops", "bandwidth_bytes_per_s"
+    )
+    points = positive(points, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS)
+    x_dom = _decades([roofs["intensity"], points["intensity"]], pad=3.0)
+    y_dom = _decades([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
+    kinds = tuple(k for k in ("datasheet", "derated") if k in set(roofs["roof"].to_list()))
+    ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
+        pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label")
+    )
+    labelled = points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"]))
+    # named datasets as plain rows: Altair neither converts nor hashes them (a rerun stays quick)
+    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts(), "points": points.to_dicts(), "labels": labelled.to_dicts()}
+    has_paths = paths is not None and paths.height > 0
+    if paths is not None and has_paths:
+        datasets["paths"] = positive(paths, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS).to_dicts()
+    return (x_dom, y_dom, kinds, has_paths), datasets
+
+
+@functools.lru_cache(maxsize=64)
+def _roofline_template(kinds: tuple[str, ...], has_paths: bool, *, width: int, height: int) -> dict[str, Any]:
+    """The spec of roofline_chart's layers without title or data, domains 1..10 (cached: callers copy it)."""
+    spec: dict[str, Any] = _roofline_layers((1.0, 10.0), (1.0, 10.0), kinds, has_paths, width=width, height=height).to_dict(validate=False)
+    spec.pop("datasets", None)
+    return spec
+
+
+#: (width, height) of the roofline on its page: normal and presentation mode.
+ROOFLINE_SIZES = ((760, 440), (1080, 620))
+
+
+def warm_roofline_templates() -> None:
+    """Build the layer specs the roofline page draws (both sizes, with and without a derated roof).
+
+    Altair takes ~0.1 s per spec; the server does this once at start
+    (serve.py), so no user's first rerun pays it.
+    """
+    for kinds in (("datasheet",), ("datasheet", "derated")):
+        for width, height in ROOFLINE_SIZES:
+            _roofline_template(kinds, True, width=width, height=height)
+
+
+def _roofline_layers(
+    x_dom: tuple[float, float], y_dom: tuple[float, float], kinds: tuple[str, ...], has_paths: bool, *, width: int, height: int
+) -> alt.LayerChart:
+    x = alt.X(
+        "intensity",
+        type="quantitative",
+        scale=alt.Scale(type="log", domain=list(x_dom)),
+        axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)"),
+    )
+    y = alt.Y(
+        "attainable_flops",
+        type="quantitative",
+        scale=alt.Scale(type="log", domain=list(y_dom)),
+        axis=alt.Axis(format=SI_FORMAT, title="Attainable performance (FLOP/s)"),
+    )
+    series = alt.Color(
+        "series",
+        type="nominal",
+        title="Roof",
+        scale=alt.Scale(range=ROOF_COLOURS),
+        legend=alt.Legend(orient="bottom", columns=2, labelLimit=320),
+    )
+    dash = alt.StrokeDash(
+        "roof",
+        type="nominal",
+        title="Roof kind",
+        scale=alt.Scale(domain=list(kinds), range=[[1, 0], [6, 4]][: len(kinds)]),
+        legend=alt.Legend() if len(kinds) > 1 else None,
+    )
+    roof_layer = (
+        alt.Chart(alt.NamedData(name="roofs"))
+        .mark_line(strokeWidth=2.5, clip=True)
+        .encode(
+            x=x,
+            y=y,
+            color=series,
+            strokeDash=dash,
+            detail=alt.Detail("series", type="nominal"),
+            tooltip=[
+                alt.Tooltip("series", type="nominal", title="Roof"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
+                alt.Tooltip("peak_flops", type="quantitative", format=".3s", title="Peak (FLOP/s)"),
+                alt.Tooltip("bandwidth_bytes_per_s", type="quantitative", format=".3s", title="Bandwidth (B/s)"),
+            ],
+        )
+    )
+    ridge_dots = (
+        alt.Chart(alt.NamedData(name="ridges"))
+        .mark_point(filled=True, size=60, color="black")
+        .encode(
+            x=x,
+            y=y,
+            tooltip=[
+                alt.Tooltip("series", type="nominal"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
+            ],
+        )
+    )
+    ridge_text = (
+        alt.Chart(alt.NamedData(name="ridges"))
+        .mark_text(align="left", dx=6, dy=12, fontSize=12, fontWeight="bold")
+        .encode(x=x, y=y, text=alt.Text("label", type="nominal"))
+    )
+    tips = [
+        alt.Tooltip("point", type="nominal", title="Operating point"),
+        alt.Tooltip("batch", type="quantitative", title="Batch"),
+        alt.Tooltip("intensity", type="quantitative", format=",.1f", title="Intensity (FLOP/byte)"),
+        alt.Tooltip("attainable_flops", type="quantitative", format=".3s", title="Attainable (FLOP/s)"),
+        alt.Tooltip("share_of_peak", type="quantitative", format=".1%", title="Share of the compute roof"),
+        alt.Tooltip("bound", type="nominal", title="Bound"),
+        alt.Tooltip("ridge_batch", type="quantitative", title="Decode batch to reach the ridge"),
+    ]
+    layers: list[alt.Chart] = [roof_layer]
+    if has_paths:
+        layers.append(
+            alt.Chart(alt.NamedData(name="paths"))
+            .mark_line(strokeWidth=1, opacity=0.45, color="grey", point=alt.OverlayMarkDef(size=12, color="grey"))
+            .encode(x=x, y=y, detail=alt.Detail("point", type="nominal"), order=alt.Order("batch", type="quantitative"), tooltip=tips)
+        )
+    layers += [ridge_dots, ridge_text]
+    layers.append(
+        alt.Chart(alt.NamedData(name="points"))
+        .mark_point(filled=True, size=180, stroke="black", strokeWidth=1)
+        .encode(
+            x=x,
+            y=y,
+            shape=alt.Shape("point", type="nominal", scale=POINT_SHAPES, title="Operating point"),
+            fill=alt.Fill("bound", type="nominal", scale=BOUND_SCALE, title="Bound"),
+            tooltip=tips,
+        )
+    )
+    layers.append(
+        alt.Chart(alt.NamedData(name="labels"))
+        .mark_text(align="right", dx=-10, dy=-8, fontSize=11)
+        .encode(x=x, y=y, text=alt.Text("point", type="nominal"))
+    )
+    return alt.LayerChart(
+        layer=layers,
+        resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")),
+        width=width,
+        height=height,
+    )
+
+
+def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = "", width: int = 600) -> alt.LayerChart | alt.FacetChart:
+    """One bar per accelerator (its ridge), a rule at the decode matmul intensity.
+
+    Bars whose ridge lies left of the rule (batch large enough) are compute-bound.
+    `ridges` needs columns name, ridge, bound, ridge_batch, precision.
+    """
+    data = positive(ridges, "ridge")
+    order = data.sort("ridge")["name"].to_list()
+    height = max(220, 24 * len(order))
+    lo, hi = _log_domain([data["ridge"], pl.Series([float(decode_intensity)])], pad=2.0)
+    x = alt.X(
+        "ridge",
+        type="quantitative",
+        scale=alt.Scale(type="log", domain=[lo, hi]),
+        axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"),
+    )
+    bars = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=x,
+            x2=alt.datum(lo),
+            y=alt.Y("name", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            color=alt.Color("bound", type="nominal", scale=BOUND_SCALE, title="Decode matmul at this batch"),
+            tooltip=[
+                alt.Tooltip("name", type="nominal", title="Accelerator"),
+                alt.Tooltip("precision", type="nominal"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
+                alt.Tooltip("ridge_batch", type="quantitative", format=",", title="Batch needed to become compute-bound"),
+                alt.Tooltip("peak_flops", type="quantitative", format=".3s", title="Peak (FLOP/s)"),
+                alt.Tooltip("bandwidth_bytes_per_s", type="quantitative", format=".3s", title="Bandwidth (B/s)"),
+            ],
+        )
+    )
+    rule_df = pl.DataFrame({"ridge": [decode_intensity], "label": [f"decode matmul ≈ {decode_intensity:,.0f} FLOP/byte"]})
+    rule = alt.Chart(rule_df).mark_rule(color="black", strokeWidth=2, strokeDash=[4, 3]).encode(x=alt.X("ridge", type="quantitative"))
+    text = (
+        alt.Chart(rule_df)
+        .mark_text(align="left", dx=5, dy=8, fontWeight="bold")
+        .encode(x=alt.X("ridge", type="quantitative"), y=alt.value(0), text=alt.Text("label", type="nominal"))
+    )
+    # autosize pad: `width` is the plot's, labels and legend come on top (Streamlit would fit the whole)
+    chart: alt.LayerChart | alt.FacetChart = alt.LayerChart(
+        layer=[bars, rule, text], title=title, width=width, height=height, autosize=alt.AutoSizeParams(type="pad")
+    )
+    return chart
+
+
+def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 600) -> alt.Chart:
+    """Ridge points grouped by precision for each accelerator (absent where unsupported)."""
+    data = positive(ridges, "ridge")
+    order = data.group_by("name").agg(pl.col("ridge").max()).sort("ridge")["name"].to_list()
+    lo, hi = _log_domain([data["ridge"]], pad=2.0)
+    chart: alt.Chart = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "ridge",
+                type="quantitative",
+                scale=alt.Scale(type="log", domain=[lo, hi]),
+                axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"),
+            ),
+            x2=alt.datum(lo),
+            y=alt.Y("name", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
+            yOffset=alt.YOffset("precision", type="nominal"),
+            color=alt.Color("precision", type="nominal", title="Precision"),
+            tooltip=[
+                alt.Tooltip("name", type="nominal", title="Accelerator"),
+                alt.Tooltip("precision", type="nominal"),
+                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
+            ],
+        )
+        .properties(title=title, width=width, height=max(260, 34 * len(order)), autosize=alt.AutoSizeParams(type="pad"))
+    )
+    return chart
+
+
+def _decades(series: list[pl.Series], pad: float) -> tuple[float, float]:
+    """_log_domain widened to whole powers of ten: log axes start and end on a labelled decade,
+    and the domain stays put while a batch sweep or a change of accelerator moves the data inside it."""
+    lo, hi = _log_domain(series, pad)
+    return 10.0 ** math.floor(math.log10(lo)), 10.0 ** math.ceil(math.log10(hi))
+
+
+def _log_domain(series: list[pl.Series], pad: float) -> list[float]:
+    values = pl.concat([s.cast(pl.Float64) for s in series if s.len()]) if any(s.len() for s in series) else pl.Series([1.0, 10.0])
+    lo, hi = float(values.min() or 1.0), float(values.max() or 10.0)  # type: ignore[arg-type]
+    return [lo / pad, hi * pad]
+
+
+# -- measured against predicted (core.measurements) ------------------------------------------
+
+#: Measured points: ok ones filled, those above their ceiling drawn as red crosses, never as normal points.
+STATUS_SCALE = alt.Scale(domain=["ok", "above ceiling"], range=["#2f855a", "#c53030"])
+STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cross"])
+
+
+def measured_roofline_chart(
+    roofs: pl.DataFrame, compared: pl.DataFrame, *, title: str = "", width: int = 760, height: int = 420
+) -> alt.LayerChart:
+    """Log-log roofline with each measurement's predicted operating point and its measured point.
+
+    `roofs` comes from core.model.roofline.roof_lines (kinds "datasheet" and, from a
+    calibration, "empirical"); `compared` from core.evidence.compare.compare
+    (point_intensity, predicted_flops_per_gpu, achieved_flops_per_gpu, status).
+    """
+    roofs = positive(roofs, "intensity", "attainable_flops")
+    pts = positive(compared, "point_intensity", "achieved_flops_per_gpu", "predicted_flops_per_gpu").with_columns(
+        pl.format("row {} · {} · batch {}", "row", "phase", "batch").alias("label")
+    )
+    x_dom = _log_domain([roofs["intensity"], pts["point_intensity"]], pad=3.0)
+    y_dom = _log_domain([roofs["attainable_flops"], pts["achieved_flops_per_gpu"], pts["predicted_flops_per_gpu"]], pad=3.0)
+    x = alt.X(
+        "intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)")
+    )
+    y = alt.Y("flops:Q", scale=alt.Scale(type="log", domain=y_dom), axis=alt.Axis(format=SI_FORMAT, title="Performance per GPU (FLOP/s)"))
+    kinds = [k for k in ("datasheet", "empirical") if k in set(roofs["roof"].to_list())]
+    roof_layer = (
+        alt.Chart(roofs.rename({"attainable_flops": "flops"}))
+        .mark_line(strokeWidth=2.5, clip=True)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "series:N", title="Roof", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
+            ),
+            strokeDash=alt.StrokeDash("roof:N", title="Roof kind", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
+            detail="series:N",
+            tooltip=[alt.Tooltip("series:N", title="Roof"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)")],
+        )
+    )
+    tips = [
+        alt.Tooltip("label:N", title="Measurement"),
+        alt.Tooltip("status:N", title="Status"),
+        alt.Tooltip("intensity:Q", format=",.1f", title="Intensity (FLOP/byte)"),
+        alt.Tooltip("flops:Q", format=".3s", title="FLOP/s per GPU"),
+    ]
+    predicted = pts.select(
+        pl.col("point_intensity").alias("intensity"), pl.col("predicted_flops_per_gpu").alias("flops"), "label", "status"
+    )
+    measured = pts.select(pl.col("point_intensity").alias("intensity"), pl.col("achieved_flops_per_gpu").alias("flops"), "label", "status")
+    pred_layer = alt.Chart(predicted).mark_point(size=140, filled=False, color="black", strokeWidth=1.5).encode(x=x, y=y, tooltip=tips)
+    meas_layer = (
+        alt.Chart(measured)
+        .mark_point(size=150, filled=True, opacity=0.9)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point", legend=alt.Legend(symbolType="circle")),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=None),
+            tooltip=tips,
+        )
+    )
+    chart: alt.LayerChart = (
+        alt.layer(roof_layer, pred_layer, meas_layer).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+    )
+    return chart
+
+
+def throughput_batch_chart(
+    curves: pl.DataFrame, compared: pl.DataFrame, *, title: str = "", width: int = 760, height: int = 380
+) -> alt.LayerChart:
+    """Tokens/s against batch (log-log): the predicted ceiling per setup (solid), calibrated (dashed), measured points."""
+    long_cols = ["predicted_tokens_per_s"] + (["calibrated_tokens_per_s"] if "calibrated_tokens_per_s" in curves.columns else [])
+    lines = (
+        curves.unpivot(index=["series", "batch"], on=long_cols, variable_name="kind", value_name="tokens_per_s")
+        .with_columns(
+            pl.col("kind").replace({"predicted_tokens_per_s": "datasheet ceiling", "calibrated_tokens_per_s": "calibrated model"})
+        )
+        .pipe(positive, "batch", "tokens_per_s")
+    )
+    pts = positive(compared.filter(pl.col("phase") != "prefill"), "batch", "tokens_per_s").with_columns(
+        pl.format("{} × {} · {} · {} ({} in / {} out)", "num_gpus", "gpu", "model", "weights", "input_tokens", "output_tokens").alias(
+            "series"
+        )
+    )
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(title="Batch / concurrency (sequences)"))
+    y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=SI_FORMAT, title="Output tokens/s (all sequences)"))
+    kinds = [k for k in ("datasheet ceiling", "calibrated model") if k in set(lines["kind"].to_list())]
+    line_layer = (
+        alt.Chart(lines)
+        .mark_line(strokeWidth=2)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "series:N",
+                title="Setup",
+                scale=alt.Scale(range=ROOF_COLOURS),
+                legend=alt.Legend(orient="bottom", columns=2, labelLimit=400),
+            ),
+            strokeDash=alt.StrokeDash("kind:N", title="Line", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
+            detail="kind:N",
+            tooltip=[
+                alt.Tooltip("series:N"),
+                alt.Tooltip("kind:N"),
+                alt.Tooltip("batch:Q"),
+                alt.Tooltip("tokens_per_s:Q", format=",.0f", title="tokens/s"),
+            ],
+        )
+    )
+    point_layer = (
+        alt.Chart(pts.select("series", "batch", "tokens_per_s", "status", "row", "phase"))
+        .mark_point(size=130, filled=True)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point"),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=None),
+            tooltip=[
+                alt.Tooltip("row:Q", title="Row"),
+                alt.Tooltip("series:N"),
+                alt.Tooltip("phase:N"),
+                alt.Tooltip("batch:Q"),
+                alt.Tooltip("tokens_per_s:Q", format=",.0f", title="Measured tokens/s"),
+                alt.Tooltip("status:N"),
+            ],
+        )
+    )
+    chart: alt.LayerChart = (
+        alt.layer(line_layer, point_layer).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+    )
+    return chart
+
+
+def empirical_roofs(gpus: pl.DataFrame, precisions: list[str], calibration: pl.DataFrame) -> pl.DataFrame:
+    """Datasheet roofs plus, per calibrated accelerator, the fitted ("empirical") roof."""
+    frames = [roof_lines(gpus, precisions)]
+    for cal in calibration.iter_rows(named=True):
+        eb, ec = cal.get("eff_bandwidth"), cal.get("eff_compute") or 1.0
+        if eb is None or math.isnan(eb) or eb <= 0:
+            continue
+        fitted = roof_lines(gpus.filter(pl.col("id") == cal["gpu"]), precisions, eff_bandwidth=min(eb, 0.999999), eff_compute=min(ec, 1.0))
+        frames.append(
+            fitted.filter(pl.col("roof") == "derated").with_columns(
+                pl.lit("empirical").alias("roof"), pl.col("series").str.replace(r"\(derated\)", "(empirical)", literal=False)
+            )
+        )
+    return pl.concat(frames)

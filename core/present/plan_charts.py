@@ -1,0 +1,177 @@
+"""Altair charts of the planning pages (pure: frames in, `alt.Chart` out).
+
+Colours keep the app's meaning: blues are memory traffic (memory-bound),
+orange is compute. Log scales only ever see values > 0 (core.present.charts.positive).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from core.plan.planning import COMPONENTS, MEMORY_SEGMENTS
+from core.present.charts import BOUND_SCALE, COMPUTE_COLOUR, MEMORY_COLOUR, SI_FORMAT, positive
+
+COMPONENT_SCALE = alt.Scale(
+    domain=list(COMPONENTS), range=[MEMORY_COLOUR, "#6baed6", "#c6dbef", COMPUTE_COLOUR, "#6b46c1", "#0d9488", "#a0aec0"]
+)
+SEGMENT_SCALE = alt.Scale(domain=list(MEMORY_SEGMENTS), range=["#08519c", "#6baed6", "#a0aec0", "#e2e8f0"])
+
+#: width and height are the plot's own (Streamlit's default "fit" would squeeze axes and legends into them)
+PAD = alt.AutoSizeParams(type="pad")
+
+#: Bar charts of the comparison: column -> axis title.
+COMPARISON_METRICS = {
+    "tokens_per_s_per_user": "tokens/s per user",
+    "tokens_per_s_total": "tokens/s total",
+    "usd_per_million_tokens": "$ per million tokens",
+    "tokens_per_s_per_watt": "tokens/s per W",
+}
+
+
+def step_breakdown_chart(breakdown: pl.DataFrame, *, title: str = "", width: int = 560) -> alt.Chart:
+    """One stacked bar: the decode cycle's time in ms by component (core.plan.planning.step_breakdown)."""
+    data = breakdown.filter(pl.col("time_s") > 0).with_columns(
+        (pl.col("time_s") * 1e3).alias("time_ms"),
+        pl.col("component").replace_strict({c: i for i, c in enumerate(COMPONENTS)}, return_dtype=pl.Int64).alias("order"),
+        pl.lit("decode cycle").alias("bar"),
+    )
+    chart: alt.Chart = (
+        alt.Chart(data)
+        .mark_bar(height=44)
+        .encode(
+            x=alt.X("sum(time_ms):Q", title="time (ms)", stack="zero"),
+            y=alt.Y("bar:N", title=None, axis=None),
+            color=alt.Color("component:N", scale=COMPONENT_SCALE, title="Waiting on", legend=alt.Legend(orient="bottom", columns=4)),
+            order=alt.Order("order:Q"),
+            tooltip=[
+                alt.Tooltip("component:N", title="Component"),
+                alt.Tooltip("time_ms:Q", format=",.3f", title="Time (ms)"),
+                alt.Tooltip("share:Q", format=".1%", title="Share of the cycle"),
+            ],
+        )
+        .properties(title=title, width=width, height=80, autosize=PAD)
+    )
+    return chart
+
+
+def memory_chart(memory: pl.DataFrame, *, title: str = "", width: int = 560) -> alt.LayerChart | alt.FacetChart:
+    """One stacked bar of memory in GB (weights, KV cache, reserve, free) with a rule at the capacity."""
+    data = memory.filter(pl.col("bytes") > 0).with_columns(
+        (pl.col("bytes") / 1e9).alias("GB"),
+        pl.col("segment").replace_strict({c: i for i, c in enumerate(MEMORY_SEGMENTS)}, return_dtype=pl.Int64).alias("order"),
+        pl.lit("memory").alias("bar"),
+    )
+    capacity = float(memory["capacity_bytes"][0]) / 1e9 if memory.height else 0.0
+    bars = (
+        alt.Chart(data)
+        .mark_bar(height=44)
+        .encode(
+            x=alt.X("sum(GB):Q", title="memory across all GPUs (GB)", stack="zero"),
+            y=alt.Y("bar:N", title=None, axis=None),
+            color=alt.Color("segment:N", scale=SEGMENT_SCALE, title="Held by", legend=alt.Legend(orient="bottom", columns=4)),
+            order=alt.Order("order:Q"),
+            tooltip=[alt.Tooltip("segment:N", title="Segment"), alt.Tooltip("GB:Q", format=",.2f", title="GB")],
+        )
+    )
+    rule_df = pl.DataFrame({"GB": [capacity], "label": [f"capacity {capacity:,.0f} GB"]})
+    rule = alt.Chart(rule_df).mark_rule(color="#c53030", strokeWidth=2).encode(x="GB:Q")
+    text = alt.Chart(rule_df).mark_text(align="right", dx=-4, dy=-30, color="#c53030", fontWeight="bold").encode(x="GB:Q", text="label:N")
+    chart: alt.LayerChart | alt.FacetChart = alt.layer(bars, rule, text).properties(title=title, width=width, height=80, autosize=PAD)
+    return chart
+
+
+def frontier_chart(front: pl.DataFrame, *, title: str = "", width: int = 760, height: int = 380) -> alt.LayerChart | alt.FacetChart:
+    """Tokens/s per user against tokens/s in total, one point per batch that fits (log-log).
+
+    The current batch is ringed and labelled; the ridge batch is labelled
+    when it fits. `front` comes from core.plan.planning.frontier.
+    """
+    data = positive(front.filter(pl.col("fits")), "tokens_per_s_total", "tokens_per_s_per_user").with_columns(
+        pl.when(pl.col("is_cut"))
+        .then(pl.format("batch {} · memory full", pl.col("batch")))
+        .otherwise(pl.format("batch {}", pl.col("batch")))
+        .alias("label")
+    )
+    x = alt.X(
+        "tokens_per_s_total:Q",
+        scale=alt.Scale(type="log", domain=_padded(data["tokens_per_s_total"], 1.6)),
+        axis=alt.Axis(format=SI_FORMAT, title="tokens/s in total (log)"),
+    )
+    y = alt.Y(
+        "tokens_per_s_per_user:Q",
+        scale=alt.Scale(type="log", domain=_padded(data["tokens_per_s_per_user"], 1.3)),
+        axis=alt.Axis(format=SI_FORMAT, title="tokens/s per user (log)"),
+    )
+    tips = [
+        alt.Tooltip("batch:Q", title="Batch"),
+        alt.Tooltip("tokens_per_s_per_user:Q", format=",.1f", title="Tokens/s per user"),
+        alt.Tooltip("tokens_per_s_total:Q", format=",.0f", title="Tokens/s total"),
+        alt.Tooltip("time_per_output_token_s:Q", format=".4f", title="Time per output token (s)"),
+        alt.Tooltip("bound:N", title="Bound"),
+    ]
+    line = alt.Chart(data).mark_line(color="grey", strokeWidth=1.5).encode(x=x, y=y, order="batch:Q")
+    dots = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=70)
+        .encode(x=x, y=y, color=alt.Color("bound:N", scale=BOUND_SCALE, title="Bound"), tooltip=tips)
+    )
+    labels = alt.Chart(data).mark_text(align="left", dx=7, dy=-7, fontSize=10, color="#4a5568").encode(x=x, y=y, text="label:N")
+    current = data.filter(pl.col("is_current")).with_columns(pl.format("now: batch {}", pl.col("batch")).alias("label"))
+    ring = alt.Chart(current).mark_point(size=420, strokeWidth=3, color="#c53030").encode(x=x, y=y, tooltip=tips)
+    ring_text = (
+        alt.Chart(current).mark_text(align="right", dx=-14, dy=14, fontWeight="bold", color="#c53030").encode(x=x, y=y, text="label:N")
+    )
+    ridge = data.filter(pl.col("is_ridge")).with_columns(pl.format("ridge batch {}", pl.col("batch")).alias("label"))
+    ridge_mark = alt.Chart(ridge).mark_point(shape="diamond", size=300, filled=True, color="black").encode(x=x, y=y, tooltip=tips)
+    ridge_text = alt.Chart(ridge).mark_text(align="right", dx=-12, dy=-12, fontWeight="bold").encode(x=x, y=y, text="label:N")
+    chart: alt.LayerChart | alt.FacetChart = alt.layer(line, dots, labels, ring, ring_text, ridge_mark, ridge_text).properties(
+        title=title, width=width, height=height
+    )
+    return chart
+
+
+def comparison_bars(table: pl.DataFrame, *, title: str = "", width: int = 280) -> alt.ConcatChart:
+    """Side-by-side bars per accelerator: tokens/s per user and total, $ per million tokens, tokens/s per W.
+
+    Metrics nobody has a figure for (no price entered) are left out.
+    """
+    ok = table.filter(pl.col("status") == "ok")
+    order = ok["gpu_name"].to_list()
+    charts = []
+    for col, label in COMPARISON_METRICS.items():
+        data = ok.filter(pl.col(col).is_not_null() & (pl.col(col) > 0)).select(
+            "gpu_name", "num_gpus", "batch", "bound", pl.col(col).alias("value")
+        )
+        if data.is_empty():
+            continue
+        charts.append(
+            alt.Chart(data)
+            .mark_bar()
+            .encode(
+                x=alt.X(
+                    "value:Q",
+                    title=label,
+                    axis=alt.Axis(format=SI_FORMAT if col.startswith("tokens_per_s_t") or col.endswith("user") else ",.3~f"),
+                ),
+                y=alt.Y("gpu_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=220)),
+                color=alt.Color("bound:N", scale=BOUND_SCALE, title="Decode is"),
+                tooltip=[
+                    alt.Tooltip("gpu_name:N", title="Accelerator"),
+                    alt.Tooltip("value:Q", format=",.3~f", title=label),
+                    alt.Tooltip("num_gpus:Q", title="GPUs"),
+                    alt.Tooltip("batch:Q", title="Batch"),
+                ],
+            )
+            .properties(width=width, height=max(80, 26 * len(order)))
+        )
+    chart: alt.ConcatChart = alt.concat(*charts, columns=2).properties(title=title, autosize=PAD)
+    return chart
+
+
+def _padded(values: pl.Series, pad: float) -> list[float]:
+    """A log-axis domain around positive values, `pad` times wider on each side."""
+    if values.is_empty():
+        return [1.0, 10.0]
+    lo, hi = float(values.min()), float(values.max())  # type: ignore[arg-type]
+    return [lo / pad, hi * pad]

@@ -1,0 +1,114 @@
+"""Readings: a sentence or two on what a view shows, computed from the numbers it shows."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from core.catalogue.catalogue import Catalogue
+from core.model.ceilings import ceiling
+from core.model.result import Ceiling
+from core.model.scenario import Scenario
+from core.plan.planning import ridge_batch
+
+
+def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
+    """A short reading of the roofline, computed from the numbers shown.
+
+    `points` are the operating points at one batch (core.model.roofline);
+    `result` is the scenario's ceilings.
+    """
+    by_point = {r["point"]: r for r in points.iter_rows(named=True)}
+    step = by_point.get("decode step")
+    mm = by_point.get("decode matmul")
+    attn = by_point.get("decode attention")
+    pre = by_point.get("prefill step")
+    if step is None or mm is None:
+        return "No operating points for this scenario."
+    lines = []
+    share = float(step["share_of_peak"])
+    if step["bound"] == "memory":
+        lines.append(
+            f"Decode is **memory-bound**: the whole step runs at {step['intensity']:.1f} FLOP/byte against a ridge of "
+            f"{step['ridge']:.0f}, so at most {share:.1%} of peak compute is usable. The levers that help are fewer bytes "
+            "(quantised weights or KV cache, GQA/MLA) and more reuse per byte (a larger batch, speculative decoding); "
+            "more FLOP/s would not."
+        )
+    else:
+        lines.append(
+            f"Decode is **compute-bound** at this batch: {step['intensity']:.1f} FLOP/byte is past the ridge of {step['ridge']:.0f}. "
+            "Adding sequences now adds queueing delay; lower-precision math or more GPUs raise the roof."
+        )
+    if mm["bound"] == "memory":
+        lines.append(f"The decode matmuls need a batch of about **{mm['ridge_batch']:,}** to reach the ridge (now {mm['batch']}).")
+    if attn is not None:
+        lines.append(
+            f"Decode attention sits at {attn['intensity']:.1f} FLOP/byte whatever the batch: every sequence reads its own KV cache."
+        )
+    if pre is not None:
+        lines.append(f"Prefill runs at {pre['intensity']:,.0f} FLOP/byte, **{pre['bound']}-bound**.")
+    if result.flags:
+        lines.append("Note: " + "; ".join(result.flags) + ".")
+    return " ".join(lines)
+
+
+def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, result: Ceiling | None = None) -> str:
+    """One sentence on where the frontier ends: the memory cut, and the ridge batch against it.
+
+    `result` is the scenario's ceiling() when the caller has it already.
+    """
+    r = result if result is not None else ceiling(cat, scenario)
+    rb = ridge_batch(scenario, r)
+    fitting = front.filter(pl.col("fits"))
+    if fitting.is_empty():
+        return "Nothing fits: the weights and one sequence's KV cache exceed the usable memory at every batch. Add GPUs or quantise."
+    cut = r.max_batch
+    parts_now = [] if r.fits else [f"The current batch ({scenario.batch:,}) does not fit."]
+    best = fitting.sort("tokens_per_s_total", descending=True).row(0, named=True)
+    parts = parts_now + [
+        f"The most throughput on this frontier is {best['tokens_per_s_total']:,.0f} tokens/s in total at batch {best['batch']:,}."
+    ]
+    if cut is not None:
+        parts.append(f"Memory holds at most {cut:,} sequences at this context.")
+    if rb is None:
+        return " ".join(parts)
+    if cut is not None and rb > cut:
+        parts.append(
+            f"The decode matmuls would reach the ridge at batch {rb:,}, beyond the memory cut: memory, not compute, ends the free lunch."
+        )
+    else:
+        parts.append(f"The decode matmuls reach the ridge at batch {rb:,}; past it a larger batch mostly adds latency.")
+    return " ".join(parts)
+
+
+def comparison_reading(table: pl.DataFrame) -> str:
+    """One sentence comparing the fastest and the slowest qualifying accelerator per user.
+
+    Says when the faster one wins despite a lower peak: decode at this batch
+    follows bandwidth, not FLOP/s (seed 004's L40S vs A100 80GB).
+    """
+    ok = table.filter((pl.col("status") == "ok") & pl.col("tokens_per_s_per_user").is_not_null())
+    if ok.height < 2:
+        return ""
+    ranked = ok.sort("tokens_per_s_per_user", descending=True)
+    fast, slow = ranked.row(0, named=True), ranked.row(-1, named=True)
+    speed = fast["tokens_per_s_per_user"] / slow["tokens_per_s_per_user"]
+    peak = fast["peak_flops"] / slow["peak_flops"]
+    bw = fast["bandwidth_bytes_per_s"] / slow["bandwidth_bytes_per_s"]
+    text = f"{fast['gpu_name']} is {speed:.1f}× faster per user than {slow['gpu_name']}"
+    if peak < 1:
+        text += f" despite a lower {fast['compute_used']} peak per GPU ({peak:.2f}× the other's)"
+    return text + f": it has {bw:.2f}× the bandwidth per GPU, and decode at this batch is {fast['bound']}-bound."
+
+
+def sweep_answer(frame: pl.DataFrame, matched: pl.DataFrame) -> str:
+    """How many scenarios and accelerators meet the limits, in one sentence."""
+    if frame.is_empty():
+        return "The sweep is empty."
+    if matched.is_empty():
+        return f"Nothing meets these limits: 0 of {frame.height:,} scenarios."
+    names = matched.group_by("gpu_name").agg(pl.col("num_gpus").min()).sort("num_gpus", "gpu_name")
+    listed = ", ".join(f"{n} (from {g} GPU{'s' if g > 1 else ''})" for n, g in names.iter_rows())
+    return (
+        f"{matched.height:,} of {frame.height:,} scenarios meet these limits, "
+        f"on {names.height} of {frame['gpu'].n_unique()} accelerators: {listed}."
+    )

@@ -1,0 +1,187 @@
+"""A self-contained HTML report of one scenario, for design reviews.
+
+Charts are embedded as SVG (rendered offline by vl-convert), every text that
+comes from data or a user is HTML-escaped, and the file needs nothing else:
+no script, no stylesheet link, no image file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from typing import Any
+
+import polars as pl
+
+from core.catalogue.catalogue import Catalogue
+from core.model.ceilings import ceiling, operation_table
+from core.model.result import Ceiling
+from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_table, roof_lines
+from core.model.scenario import Scenario
+from core.present.charts import export_chart, ridge_bars, roofline_chart
+from core.present.readings import plain_reading
+from core.present.text import duration, si
+
+#: The modelling rules the numbers rest on, stated in the report.
+ASSUMPTIONS = (
+    "Peaks are the vendor's dense figures (no 2:4 sparsity) in decimal units; the roof is min(P, B x I).",
+    "Each operation's time is max(bytes / bandwidth, FLOPs / peak); a step is the sum over operations plus two "
+    "tensor-parallel all-reduces per layer at the scale-up link's one-way bandwidth.",
+    "Attention is fused (flash attention: no score matrix in HBM) unless stated; causal prefill counts half of S^2; "
+    "sliding-window layers read at most the window.",
+    "MoE layers read E (1 - (1 - k/E)^b) distinct experts at batch b (uniform routing).",
+    "Weight bytes include quantisation scales (int4 g128 = 4.125 bits); a compute format the accelerator lacks runs at "
+    "the nearest wider supported peak and is flagged.",
+    "Time to first token is the prefill of one prompt; memory fit is weights + KV(batch, context) within GPUs x memory x (1 - reserve).",
+)
+
+HEADLINES = (
+    ("tokens_per_s_per_user", "Tokens/s per user", lambda v: si(v, "")),
+    ("tokens_per_s_total", "Tokens/s total", lambda v: si(v, "")),
+    ("time_per_output_token_s", "Time per output token", duration),
+    ("ttft_s", "Time to first token", duration),
+    ("bound", "Decode is", lambda v: f"{v}-bound"),
+    ("ridge", "Ridge point", lambda v: f"{v:,.0f} FLOP/byte"),
+    ("intensity", "Decode step intensity", lambda v: f"{v:,.1f} FLOP/byte"),
+    ("bandwidth_ceiling_tokens_per_s", "Bandwidth ceiling, weights only (per user)", lambda v: f"{si(v, '')} tokens/s"),
+    ("bandwidth_ceiling_with_kv_tokens_per_s", "Bandwidth ceiling, weights + KV (per user)", lambda v: f"{si(v, '')} tokens/s"),
+    ("memory_required_bytes", "Memory needed", lambda v: si(v, "B")),
+    ("capacity_bytes", "Memory available", lambda v: si(v, "B")),
+    ("max_batch", "Largest batch at this context", lambda v: "no KV limit" if v is None else f"{v:,}"),
+    ("min_gpus", "Fewest GPUs for this model", lambda v: f"{v}"),
+)
+
+
+def headline_figures(result: Ceiling) -> list[tuple[str, str]]:
+    """(label, formatted value) pairs of the scenario's headline figures, as shown on screen."""
+    out = []
+    for key, label, fmt in HEADLINES:
+        value = getattr(result, key)
+        if key.startswith("tokens_per_s") and not result.fits:
+            out.append((label, "does not fit"))
+        elif value is None and key != "max_batch":
+            out.append((label, "n/a"))
+        else:
+            out.append((label, fmt(value)))
+    return out
+
+
+def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | None = None) -> str:
+    """The HTML report of one scenario (a complete document as a string)."""
+    result = ceiling(cat, scenario)
+    gpu = cat.gpu(scenario.gpu)
+    model = cat.model(scenario.model)
+    paths = operating_points(cat, scenario, SWEEP_BATCHES)
+    points = paths.filter(pl.col("batch") == scenario.batch) if scenario.batch in SWEEP_BATCHES else operating_points(cat, scenario)
+    roofs = roof_lines(
+        cat.gpus.filter(pl.col("id") == scenario.gpu),
+        [result.compute_used or "bf16"],
+        eff_bandwidth=scenario.eff_bandwidth,
+        eff_compute=scenario.eff_compute,
+    )
+    title = f"{model.name} on {scenario.num_gpus} × {gpu.name}"
+    roof_svg = export_chart(roofline_chart(roofs, points, paths, title=title), "svg").decode("utf-8")
+    prec = result.compute_used or "bf16"
+    ridges = ridge_table(cat.gpus, prec, scenario.batch, scenario.weights)
+    ridge_svg = export_chart(
+        ridge_bars(ridges, decode_matmul_intensity(scenario.batch, scenario.weights), title=f"Ridge points at {prec}"), "svg"
+    ).decode("utf-8")
+    ops = operation_table(cat, scenario)
+    when = (generated or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    e = html.escape
+
+    scenario_rows = [
+        ("Accelerator", f"{gpu.name} ({scenario.gpu}) × {scenario.num_gpus}"),
+        ("Model", f"{model.name} ({scenario.model})"),
+        (
+            "Weights / compute / KV cache",
+            f"{scenario.weights} / {result.scenario.compute or 'auto'} (peak used: {result.compute_used}) / {scenario.kv}",
+        ),
+        ("Batch, context, prompt", f"{scenario.batch} sequences, {scenario.context:,} tokens cached, {scenario.prompt:,}-token prompt"),
+        ("Efficiency factors", f"bandwidth {scenario.eff_bandwidth:.2f}, compute {scenario.eff_compute:.2f} (1.00 = datasheet roof)"),
+        ("Memory reserve", f"{scenario.reserve_fraction:.0%} of each GPU's memory"),
+        ("Attention", "fused (flash attention)" if scenario.flash_attention else "unfused (score matrix in HBM)"),
+    ]
+    if scenario.spec_draft_len and scenario.spec_draft_model:
+        scenario_rows.append(
+            (
+                "Speculative decoding",
+                f"draft {scenario.spec_draft_model}, {scenario.spec_draft_len} tokens, acceptance {scenario.spec_acceptance:.2f}",
+            )
+        )
+    sources = gpu.sources
+    model_row = cat.models.filter(pl.col("id") == scenario.model).row(0, named=True)
+
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>Roofline report: {e(title)}</title>",
+        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#0f172a}"
+        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #cbd5e1;padding:4px 8px;text-align:left}"
+        "th{background:#f1f5f9}.num{text-align:right}.flag{color:#b45309}</style>",
+        "</head><body>",
+        f"<h1>Roofline report: {e(title)}</h1>",
+        f"<p>Generated {e(when)} by Roofline Explorer.</p>",
+        "<h2>Scenario</h2>",
+        _table(None, scenario_rows),
+        "<h2>Headline figures</h2>",
+        _table(["Figure", "Value"], headline_figures(result)),
+    ]
+    for flag in result.flags:
+        parts.append(f'<p class="flag">Flag: {e(flag)}</p>')
+    parts += [
+        f"<p>{e(plain_reading(points, result).replace('**', ''))}</p>",
+        "<h2>Roofline</h2>",
+        roof_svg,
+        "<h2>Ridge points</h2>",
+        ridge_svg,
+        "<h2>Decode step, operation by operation</h2>",
+        _table(
+            ["Layer group", "Operation", "Layers", "GFLOP", "Weights (MB)", "KV (MB)", "Intensity (FLOP/B)", "Bound", "Time (µs)", "Share"],
+            [
+                (
+                    r["group"],
+                    r["op"],
+                    r["layers"],
+                    f"{r['flops'] / 1e9:,.3g}",
+                    f"{r['weight_bytes'] / 1e6:,.4g}",
+                    f"{r['kv_bytes'] / 1e6:,.4g}",
+                    "n/a" if r["intensity"] is None else f"{r['intensity']:,.1f}",
+                    r["bound"],
+                    f"{r['time_s'] * 1e6:,.4g}",
+                    f"{r['share']:.1%}",
+                )
+                for r in ops.iter_rows(named=True)
+            ],
+        ),
+        "<h2>Assumptions</h2>",
+        "<ul>" + "".join(f"<li>{e(a)}</li>" for a in ASSUMPTIONS) + "</ul>",
+        "<h2>Sources</h2>",
+        _table(
+            ["Accelerator figure", "Value"],
+            [
+                ("Memory", si(gpu.memory_bytes, "B")),
+                ("Bandwidth", si(gpu.bandwidth_bytes_per_s, "B/s")),
+                (f"Dense {prec} peak", si(gpu.peak_flops[prec], "FLOP/s")),
+                ("Scale-up link", si(gpu.scaleup_bytes_per_s, "B/s") if gpu.scaleup_bytes_per_s else "none listed"),
+                ("Board power", f"{gpu.power_w:,.0f} W" if gpu.power_w else "not listed"),
+            ],
+        ),
+        "<p>Accelerator sources: " + ", ".join(f'<a href="{e(u, quote=True)}">{e(u)}</a>' for u in sources) + "</p>",
+        f"<p>Accelerator notes: {e(gpu.notes or 'none')}</p>",
+        f"<p>Model shape: config.json from {e(str(model_row.get('config_source') or 'an uploaded config.json'))}; "
+        f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_heads} heads / {model.num_kv_heads} KV heads; "
+        f"{model_row['total_params'] / 1e9:,.2f} B parameters (published: "
+        f"{'n/a' if model_row.get('published_total_params') is None else format(model_row['published_total_params'] / 1e9, ',.2f') + ' B'}, "
+        f"source {e(str(model_row.get('params_source') or 'n/a'))}).</p>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:
+    """An HTML table; every cell escaped."""
+    e = html.escape
+    head = "<tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr>" if columns else ""
+    body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table>{head}{body}</table>"

@@ -1,0 +1,197 @@
+"""Tables in reading units for the pages (units in column names)."""
+
+from __future__ import annotations
+
+import io
+
+import polars as pl
+
+from core.catalogue.specs import SOURCE_SEPARATOR, accelerator_columns
+from core.model.sweep import SWEEP_COLUMNS
+
+
+def operations_display(ops: pl.DataFrame) -> pl.DataFrame:
+    """The per-operation roofline table (core.model.ceilings.operation_table) in GFLOP, MB, µs and %."""
+    return ops.select(
+        pl.col("group").alias("layer group"),
+        pl.col("op").alias("operation"),
+        pl.col("layers"),
+        (pl.col("flops") / 1e9).alias("GFLOP"),
+        (pl.col("weight_bytes") / 1e6).alias("weights (MB)"),
+        (pl.col("act_bytes") / 1e6).alias("activations (MB)"),
+        (pl.col("kv_bytes") / 1e6).alias("KV (MB)"),
+        pl.col("intensity").alias("intensity (FLOP/B)"),
+        pl.col("bound"),
+        (pl.col("time_s") * 1e6).alias("time (µs)"),
+        (pl.col("share") * 100).alias("share of step (%)"),
+    )
+
+
+def accelerator_table(gpus: pl.DataFrame) -> pl.DataFrame:
+    """Accelerators in reading units (each field's Column: GB, TB/s, dense TFLOP/s per precision, W, GB/s), the bf16 ridge, sources."""
+    columns = accelerator_columns()
+    last_peak = [n for n in columns if n.startswith("peak_")][-1]
+    shown = []
+    for name, col in columns.items():
+        if name in ("sources", "notes"):
+            continue
+        value = pl.col(name) / col.scale if col.scale != 1 else pl.col(name)
+        shown.append(value.alias(col.heading()))
+        if name == last_peak:
+            shown.append((pl.col("peak_bf16") / pl.col("bandwidth_bytes_per_s")).alias("bf16 ridge (FLOP/B)"))
+    return gpus.select(
+        *shown,
+        pl.col("sources").str.split(SOURCE_SEPARATOR.strip()).list.first().str.strip_chars().alias("source"),
+        pl.col("sources").alias("all sources"),
+        pl.col("notes"),
+        pl.col("custom"),
+    )
+
+
+def model_table(models: pl.DataFrame) -> pl.DataFrame:
+    """Models in reading units: parameters in billions, KV cache in KiB per token (bf16)."""
+    return models.select(
+        "id",
+        "name",
+        pl.col("architecture"),
+        pl.col("attention"),
+        (pl.col("total_params") / 1e9).alias("total params (B)"),
+        (pl.col("active_params") / 1e9).alias("active params (B)"),
+        (pl.col("published_total_params") / 1e9).alias("published total (B)"),
+        pl.col("layers"),
+        pl.col("hidden_size").alias("hidden"),
+        pl.col("num_heads").alias("heads"),
+        pl.col("num_kv_heads").alias("KV heads"),
+        pl.col("head_dim").alias("head dim"),
+        pl.col("experts"),
+        pl.col("experts_per_token").alias("experts / token"),
+        (pl.col("kv_bytes_per_token_bf16") / 1e3).alias("KV per token, bf16 (kB)"),
+        pl.col("window").alias("sliding window (tokens)"),
+        pl.col("window_layers").alias("window layers"),
+        pl.col("native_weights").alias("native weights"),
+        pl.col("max_context").alias("max context (tokens)"),
+        pl.col("hf_repo").alias("Hugging Face repo"),
+        pl.col("params_source").str.split(" ; ").list.first().str.strip_chars().alias("params source"),
+        pl.col("config_source").alias("config source"),
+        pl.col("notes"),
+        pl.col("custom"),
+    )
+
+
+def what_if_display(table: pl.DataFrame) -> pl.DataFrame:
+    """The what-if table (what_ifs) in reading units: ms, tokens/s, and × the current figure."""
+    return table.select(
+        "lever",
+        "change",
+        pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
+        pl.col("change_tokens_per_s_per_user").alias("× per user"),
+        pl.col("tokens_per_s_total").alias("tokens/s total"),
+        pl.col("change_tokens_per_s_total").alias("× total"),
+        (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
+        pl.col("change_time_per_output_token_s").alias("× time per token"),
+        (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
+        pl.col("change_ttft_s").alias("× TTFT"),
+        "fits",
+        "bound",
+    )
+
+
+def comparison_display(table: pl.DataFrame) -> pl.DataFrame:
+    """The comparison in reading units (units in the column names)."""
+    return table.select(
+        pl.col("gpu_name").alias("accelerator"),
+        "status",
+        pl.col("num_gpus").alias("GPUs"),
+        "batch",
+        pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
+        pl.col("tokens_per_s_total").alias("tokens/s total"),
+        (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
+        (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
+        pl.col("usd_per_gpu_hour").alias("$ per GPU-hour"),
+        pl.col("usd_per_million_tokens").alias("$ per million tokens"),
+        pl.col("tokens_per_s_per_watt").alias("tokens/s per W"),
+        pl.col("ridge").alias("ridge (FLOP/B)"),
+        pl.col("compute_used").alias("compute"),
+        pl.col("bound"),
+        (pl.col("peak_flops") / 1e12).alias("peak per GPU (TFLOP/s)"),
+        (pl.col("bandwidth_bytes_per_s") / 1e12).alias("bandwidth per GPU (TB/s)"),
+        (pl.col("memory_required_bytes") / 1e9).alias("memory used (GB)"),
+        (pl.col("capacity_bytes") / 1e9).alias("memory on the GPUs (GB)"),
+    )
+
+
+def sweep_display(frame: pl.DataFrame) -> pl.DataFrame:
+    """A sweep result in reading units (ms, GB), units in the column names."""
+    if frame.is_empty():
+        return frame
+    return frame.select(
+        pl.col("gpu_name").alias("accelerator"),
+        pl.col("model"),
+        pl.col("num_gpus").alias("GPUs"),
+        pl.col("weights"),
+        pl.col("compute_used").alias("compute"),
+        pl.col("kv").alias("KV"),
+        pl.col("batch"),
+        pl.col("context").alias("context (tokens)"),
+        (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
+        pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
+        pl.col("tokens_per_s_total").alias("tokens/s total"),
+        (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
+        pl.col("bound"),
+        pl.col("ridge").alias("ridge (FLOP/B)"),
+        (pl.col("memory_required_bytes") / 1e9).alias("memory needed (GB)"),
+        (pl.col("capacity_bytes") / 1e9).alias("memory on the GPUs (GB)"),
+        pl.col("fits"),
+        pl.col("max_batch").alias("largest batch"),
+        pl.col("min_gpus").alias("fewest GPUs"),
+    )
+
+
+def parquet_bytes(frame: pl.DataFrame) -> bytes:
+    """The frame as a Parquet file (every sweep column, SI units)."""
+    buf = io.BytesIO()
+    frame.select([c for c in SWEEP_COLUMNS if c in frame.columns] or frame.columns).write_parquet(buf)
+    return buf.getvalue()
+
+
+def comparison_table(cmp: pl.DataFrame) -> pl.DataFrame:
+    """The comparison in reading units (units in the column names)."""
+    cols = [
+        pl.col("row"),
+        pl.col("status"),
+        pl.col("gpu").alias("accelerator"),
+        pl.col("num_gpus").alias("GPUs"),
+        pl.col("model"),
+        pl.col("weights"),
+        pl.col("kv").alias("KV"),
+        pl.col("phase"),
+        pl.col("batch").alias("batch (sequences)"),
+        pl.col("input_tokens").alias("input (tokens)"),
+        pl.col("output_tokens").alias("output (tokens)"),
+        pl.col("tokens_per_s").alias("measured (tokens/s)"),
+        pl.col("predicted_tokens_per_s").alias("ceiling (tokens/s)"),
+        (pl.col("ratio") * 100).alias("measured / ceiling (%)"),
+        (pl.col("mbu") * 100).alias("MBU (%)"),
+        (pl.col("mfu") * 100).alias("MFU (%)"),
+    ]
+    if "calibrated_tokens_per_s" in cmp.columns:
+        cols.append(pl.col("calibrated_tokens_per_s").alias("calibrated (tokens/s)"))
+    cols += [
+        (pl.col("ttft_s") * 1e3).alias("TTFT (ms)"),
+        (pl.col("tpot_s") * 1e3).alias("TPOT (ms)"),
+        pl.col("flags").list.join("; ").alias("flags"),
+    ]
+    return cmp.select(cols)
+
+
+def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
+    """Neutralise cells a spreadsheet would run as a formula (= + - @ at the start)."""
+    exprs = []
+    for name, dtype in frame.schema.items():
+        if dtype == pl.String:
+            exprs.append(
+                pl.when(pl.col(name).str.contains(r"^[=+\-@\t\r]")).then(pl.lit("'") + pl.col(name)).otherwise(pl.col(name)).alias(name)
+            )
+        elif isinstance(dtype, pl.List):
+            exprs.append(pl.col(name).cast(pl.List(pl.String)).list.join("; ").alias(name))
+    return frame.with_columns(exprs) if exprs else frame

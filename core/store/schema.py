@@ -1,0 +1,90 @@
+"""The store's schema and reference tables: numbered migrations, and the seed loaded when it changes.
+
+- `migrate` applies the numbered `.sql` files in queries/migrations/ not yet
+  recorded in `schema_migrations`, each in its own transaction.
+- `refresh_reference` rebuilds the reference tables (`accelerators`,
+  `models`) from data/seed/ whenever the seed's hash changes; user tables
+  (`custom_*`, datasets) are never touched by that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.catalogue.seed import accelerator_seed_frame, model_seed_frame
+from core.store.paths import MIGRATIONS
+
+if TYPE_CHECKING:
+    from core.store.store import Store
+
+_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"
+)
+
+
+def migration_files() -> dict[int, Path]:
+    """Version -> file of every numbered migration."""
+    return {int(p.name.split("_", 1)[0]): p for p in sorted(MIGRATIONS.glob("*.sql"))}
+
+
+def pending_migrations(store: Store) -> list[int]:
+    """The migrations the store's file has not had yet."""
+    with store.connect() as con:
+        known = con.sql("SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'").fetchall()
+        done = {r[0] for r in con.sql("SELECT version FROM schema_migrations").fetchall()} if known[0][0] else set()
+    return [v for v in migration_files() if v not in done]
+
+
+def migrate(store: Store) -> list[int]:
+    """Apply the numbered migrations not yet recorded; the versions applied now.
+
+    Each one is checked and applied inside its own transaction, so two
+    processes opening a new file at once never apply one twice.
+    """
+    applied = []
+    with store.transaction() as cur:
+        cur.execute(_MIGRATIONS_TABLE)
+    for version, path in migration_files().items():
+        with store.transaction() as cur:
+            row = cur.execute("SELECT count(*) FROM schema_migrations WHERE version = $v", {"v": version}).fetchone()
+            if row and row[0]:
+                continue
+            cur.execute(path.read_text(encoding="utf-8"))
+            cur.execute("INSERT INTO schema_migrations VALUES ($v, $n, now())", {"v": version, "n": path.stem})
+        applied.append(version)
+    return applied
+
+
+def seed_hash(seed_dir: Path) -> str:
+    """sha256 over every file of the seed folder (names and contents)."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in seed_dir.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(seed_dir)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def refresh_reference(store: Store, *, force: bool = False) -> bool:
+    """Rebuild the reference tables from the store's seed folder when it changed; True if rebuilt."""
+    current = seed_hash(store.seed_dir)
+    stored = store.query("seed_state")
+    if not force and stored.height and stored["sha256"][0] == current:
+        return False
+    gpus = accelerator_seed_frame(store.seed_dir)
+    models = model_seed_frame(store.seed_dir)
+    with store.transaction() as cur:
+        if not force:  # another process may have rebuilt it meanwhile
+            row = cur.execute("SELECT count(*) FROM seed_state WHERE sha256 = $h", {"h": current}).fetchone()
+            if row and row[0]:
+                return False
+        cur.execute("DELETE FROM accelerators")
+        cur.register("seed_gpus", gpus)
+        cur.execute("INSERT INTO accelerators BY NAME SELECT * FROM seed_gpus")
+        cur.execute("DELETE FROM models")
+        cur.register("seed_models", models)
+        cur.execute("INSERT INTO models BY NAME SELECT * FROM seed_models")
+        cur.execute("DELETE FROM seed_state")
+        cur.execute("INSERT INTO seed_state VALUES ($h, now())", {"h": current})
+    return True

@@ -1,0 +1,38 @@
+"""The store and the catalogue for the pages, and how Streamlit's caches key on them."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from core.catalogue.catalogue import Catalogue, load_catalogue
+from core.store import SessionStore, Store, get_store
+
+#: hash_funcs for st.cache_data: a catalogue by its store and generation (a write makes a new one).
+HASH_FUNCS = {Catalogue: lambda cat: cat.key}
+
+
+@st.cache_resource(show_spinner="Opening the store…")
+def store() -> Store:
+    """The process-wide store (created from data/seed on first run)."""
+    return get_store()
+
+
+def dataset_store() -> Store | SessionStore:
+    """Where the measured page reads and imports datasets.
+
+    The store; in read-only mode (ROOFLINE_READ_ONLY=1) this browser
+    session's own SessionStore over it: uploads live in the session's memory
+    only, other sessions never see them and the file is never written.
+    """
+    base = store()
+    if not base.read_only:
+        return base
+    held = st.session_state.get("session_store")
+    if not isinstance(held, SessionStore) or held.base is not base:
+        held = st.session_state["session_store"] = SessionStore(base)
+    return held
+
+
+def catalogue() -> Catalogue:
+    """The catalogue, cached in core until the store changes."""
+    return load_catalogue(store())

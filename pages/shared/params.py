@@ -1,0 +1,294 @@
+"""Which page owns which link parameter, the scenario a page's widgets say, and links from older versions.
+
+Every control that a shared link should carry is a widget bound to the
+query parameter of its key (`bind="query-params"`): Streamlit seeds it from
+the link, writes it back as it changes and leaves defaults out. LINKS says,
+for every such key, which pages draw its widget (the sidebar's are every
+page's) and how links written by earlier versions spelled it; `scenario()`
+builds a page's Scenario from the widgets it owns, so a calculator option
+never leaks into the roofline.
+
+Streamlit writes a selection as its label, so a link names an accelerator
+or a model by its name ("NVIDIA H100 SXM5 80GB"); `open_link` still accepts
+the ids older links and the CLI use (`gpu=h100-sxm`), comma-separated lists
+and `present=1`, rewriting such a link once, and names what it cannot use.
+The calibrated model's factors are the one parameter written by hand
+(`cal`): they come from a fit, not from a widget.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+from core.catalogue.catalogue import Catalogue, UnknownIdError
+from core.model.scenario import FIELDS, Scenario, default, param
+from core.present.text import escape_markdown
+
+EVERY = "*"
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link parameter: the key of its widget, the pages that draw it, and how older links wrote it."""
+
+    key: str
+    pages: tuple[str, ...]  # url paths of the pages whose widget it is; EVERY for the sidebar's
+    picks: str | None = None  # "accelerator" or "model": its options are catalogue ids, shown (and linked) by name
+    many: bool = False  # a list (repeated in the link; older links separated the items by commas)
+    toggle: bool = False  # older links wrote 1 and 0
+    older: tuple[str, ...] = ()  # names older links used
+
+
+LINKS: tuple[Link, ...] = (
+    Link("gpu", (EVERY,), picks="accelerator"),
+    Link("num_gpus", (EVERY,)),
+    Link("model", (EVERY,), picks="model"),
+    Link("weights", (EVERY,)),
+    Link("kv", (EVERY,)),
+    Link("compute", (EVERY,)),
+    Link("batch", (EVERY,)),
+    Link("context", (EVERY,)),
+    Link("prompt", (EVERY,)),
+    Link("present", (EVERY,), toggle=True),
+    Link("rf_compare", ("roofline",), picks="accelerator", many=True, older=("compare",)),
+    Link("rf_precisions", ("roofline",), many=True),
+    Link("eff_bandwidth", ("roofline", "calculator"), older=("rf_eff_b",)),
+    Link("eff_compute", ("roofline", "calculator"), older=("rf_eff_c",)),
+    Link("rd_precision", ("ridges",)),
+    Link("rd_vendor", ("ridges",), many=True),
+    Link("rd_form", ("ridges",), many=True),
+    Link("rd_year", ("ridges",), many=True),
+    Link("tour_step", ("tour",)),
+    Link("spec_draft_len", ("calculator",)),
+    Link("spec_acceptance", ("calculator",)),
+    Link("spec_draft_model", ("calculator",), picks="model"),
+    Link("overhead_ms", ("calculator",)),
+    Link("reserve_pct", ("calculator",)),
+    Link("usd_per_gpu_hour", ("calculator",)),
+    Link("cmp_gpus", ("compare",), picks="accelerator", many=True),
+    Link("cmp_mode", ("compare",)),
+    Link("cmp_tpot", ("compare",)),
+    Link("cmp_ttft", ("compare",)),
+    Link("cmp_sort", ("compare",)),
+    Link("sw_gpus", ("sweep",), picks="accelerator", many=True),
+    Link("sw_models", ("sweep",), picks="model", many=True),
+    Link("sw_weights", ("sweep",), many=True),
+    Link("sw_batches", ("sweep",), many=True),
+    Link("sw_contexts", ("sweep",), many=True),
+    Link("sw_counts", ("sweep",), many=True),
+    Link("sw_at_batch", ("sweep",)),
+    Link("sw_tpot", ("sweep",)),
+    Link("sw_ttft", ("sweep",)),
+    Link("sw_total", ("sweep",)),
+    Link("sw_bound", ("sweep",)),
+    Link("sw_fits", ("sweep",), toggle=True),
+    Link("ms_calibrate", ("measured",), toggle=True),
+)
+BY_KEY = {link.key: link for link in LINKS}
+CAL = "cal"  # the calibrated model's factors: eff_bandwidth,eff_compute,overhead_s
+
+
+def key_of(name: str) -> str:
+    """The widget key (and link parameter) of a Scenario field."""
+    return param(name).key or name
+
+
+def owned(key: str, page: str) -> bool:
+    """Whether `page` draws the widget of `key` (the sidebar draws its own on every page)."""
+    pages = BY_KEY[key].pages
+    return EVERY in pages or page in pages
+
+
+def labels(cat: Catalogue, kind: str) -> dict[str, str]:
+    """id -> the label a picker shows, and a link carries, for accelerators or models."""
+    if kind == "accelerator":
+        return {g: acc.name for g, acc in cat.accelerators.items()}
+    return {m: rec.name for m, rec in cat.records.items()}
+
+
+# -- the page's scenario ---------------------------------------------------------
+
+
+def current_page() -> str:
+    """The url path of the page being drawn (set by streamlit_app.py before it runs the page)."""
+    return str(st.session_state.get("_page", "overview"))
+
+
+def scenario(**fixed: Any) -> Scenario:
+    """The Scenario of the widgets this page and the sidebar draw (every other field at its default).
+
+    With the calibrated model switched on, its efficiencies and overhead for
+    the scenario's accelerator replace the page's own. `fixed` values win.
+    """
+    page, values = current_page(), {}
+    for name in FIELDS:
+        key = key_of(name)
+        if key in BY_KEY and owned(key, page) and key in st.session_state:
+            value = st.session_state[key]
+            values[name] = value * param(name).scale if param(name).scale != 1 and value is not None else value
+    values.update(calibration_factors(values.get("gpu", default("gpu"))))
+    values.update(fixed)
+    return Scenario.model_validate(values)
+
+
+def presenting() -> bool:
+    """Whether presentation mode is on (pages fold their controls away and enlarge their charts)."""
+    return bool(st.session_state.get("present"))
+
+
+# -- the calibrated model ------------------------------------------------------------
+
+
+def set_calibration(fits: dict[str, dict[str, float]], source: str) -> None:
+    """Offer fitted efficiencies (per accelerator id) to every page; the sidebar switches them on."""
+    st.session_state["calibration"] = {"fits": fits, "source": source}
+
+
+def calibration_factors(gpu: str) -> dict[str, float]:
+    """eff_bandwidth, eff_compute and overhead_s of the calibrated model for an accelerator, when switched on."""
+    cal = st.session_state.get("calibration")
+    if not cal or not st.session_state.get("use_calibration"):
+        return {}
+    return dict(cal["fits"].get(gpu) or {})
+
+
+def write_calibration(gpu: str) -> None:
+    """Keep the calibrated model's factors in the link while it is on."""
+    factors = calibration_factors(gpu)
+    if factors:
+        st.query_params[CAL] = ",".join(f"{factors[k]:.4g}" for k in ("eff_bandwidth", "eff_compute", "overhead_s"))
+    elif CAL in st.query_params:
+        del st.query_params[CAL]
+
+
+# -- links --------------------------------------------------------------------------
+
+
+def open_link(cat: Catalogue, page: Any) -> None:
+    """On a session's first run: rewrite a link in an older form once (reloading the page), and note what it cannot use.
+
+    Accelerators and models given by id become their names, comma lists
+    become repeated parameters, 1/0 become true/false, renamed parameters get
+    their new names; an id the catalogue lacks is dropped with a message
+    naming the closest ones. Values a widget refuses (out of range, not an
+    option) are noted after the page has run (`note_refused_values`).
+    """
+    if st.session_state.get("_link_opened"):
+        return
+    st.session_state["_link_opened"] = True
+    given = {k: st.query_params.get_all(k) for k in st.query_params}
+    current, messages = _current_form(cat, given)
+    if CAL in current:
+        _calibration_from_link(current[CAL][-1], current.get("gpu", [default("gpu")])[-1], cat, messages)
+    st.session_state["_link_messages"] = messages
+    st.session_state["_link_given"] = current  # compared with what the widgets took, after the first run
+    if current != given:
+        st.switch_page(page, query_params=current)
+
+
+def _current_form(cat: Catalogue, given: dict[str, list[str]]) -> tuple[dict[str, list[str]], list[str]]:
+    older = {name: link for link in LINKS for name in link.older}
+    out: dict[str, list[str]] = {}
+    messages: list[str] = []
+    for name, values in given.items():
+        link = BY_KEY.get(name) or older.get(name)
+        if link is None:
+            out[name] = values
+            continue
+        if link.many and len(values) == 1 and "," in values[0] and not (link.picks and values[0] in labels(cat, link.picks).values()):
+            values = [v for v in values[0].split(",") if v]
+        if link.toggle:
+            values = [{"1": "true", "0": "false"}.get(v, v) for v in values]
+        if link.picks:
+            names = labels(cat, link.picks)
+            kept = []
+            for v in values:
+                if v in names.values():
+                    kept.append(v)
+                elif v in names:
+                    kept.append(names[v])
+                else:
+                    close = UnknownIdError(link.picks, v, list(names)).suggestions
+                    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                    messages.append(f"link parameter {name}={v!r} is not in the catalogue{hint}; ignored")
+            values = kept
+        if values:
+            out[link.key] = values
+    return out, messages
+
+
+def _calibration_from_link(raw: str, gpu: str, cat: Catalogue, messages: list[str]) -> None:
+    try:
+        bw, comp, over = (float(x) for x in raw.split(","))
+    except ValueError:
+        messages.append(f"link parameter cal={raw!r} could not be read; ignored")
+        return
+    gpu_id = next((g for g, name in labels(cat, "accelerator").items() if gpu in (g, name)), default("gpu"))
+    fit = {"eff_bandwidth": min(max(bw, 0.01), 1.0), "eff_compute": min(max(comp, 0.01), 1.0), "overhead_s": max(over, 0.0)}
+    set_calibration({gpu_id: fit}, "the shared link")
+    st.session_state["use_calibration"] = True
+
+
+def note_refused_values(cat: Catalogue) -> list[str]:
+    """After the first run of a session: the link's values a widget did not take (dropped or corrected).
+
+    They join the link's messages (shown in the sidebar for the session); the
+    new ones are returned, escaped for markdown, to show at once.
+    """
+    given = st.session_state.pop("_link_given", None)
+    if given is None:
+        return []
+    messages = []
+    for key, values in given.items():
+        if key not in BY_KEY or not owned(key, current_page()):
+            continue
+        now = st.query_params.get_all(key)
+        if not _same(now, values) and not (not now and _same(_as_link(cat, key), values)):
+            using = f"using {', '.join(now)}" if now else "using the default"
+            messages.append(f"link parameter {key}={', '.join(values)!r} is not a value this control takes; {using}")
+    st.session_state["_link_messages"] = [*st.session_state.get("_link_messages", []), *messages]
+    return [escape_markdown(m) for m in messages]
+
+
+def _as_link(cat: Catalogue, key: str) -> list[str]:
+    """The widget's current value as a link would spell it."""
+    value = st.session_state.get(key)
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    names = labels(cat, BY_KEY[key].picks) if BY_KEY[key].picks else {}
+    return [names.get(v, str(v).lower() if isinstance(v, bool) else str(v)) for v in items]
+
+
+def _same(a: list[str], b: list[str]) -> bool:
+    """Two link values alike (numbers compared as numbers: 1 and 1.0 are the same)."""
+
+    def number(text: str) -> float | str:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+    return len(a) == len(b) and all(x == y or number(x) == number(y) for x, y in zip(a, b, strict=True))
+
+
+def share_link(cat: Catalogue) -> str:
+    """The link that reproduces this view: this page and every parameter it carries.
+
+    Accelerators and models are written by id (as the CLI names them): ids
+    stay when a display name is edited, and `open_link` reads them.
+    """
+    base = str(getattr(st.context, "url", "") or "").split("?")[0]
+    pairs = []
+    for key in st.query_params:
+        picks = BY_KEY[key].picks if key in BY_KEY else None
+        ids = {name: i for i, name in labels(cat, picks).items()} if picks else {}
+        pairs += [(key, ids.get(v, v)) for v in st.query_params.get_all(key)]
+    return f"{base}?{urllib.parse.urlencode(pairs)}" if pairs else base
+
+
+def link_messages() -> list[str]:
+    """What the link that opened this session could not use (escaped for markdown)."""
+    return [escape_markdown(m) for m in st.session_state.get("_link_messages", [])]

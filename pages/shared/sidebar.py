@@ -1,0 +1,100 @@
+"""The shared sidebar: the scenario's controls, presentation mode, the calibrated model, the link and the report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from core.catalogue.catalogue import Catalogue
+from core.present.report import report_html
+from core.present.text import escape_markdown
+from pages.shared.params import (
+    calibration_factors,
+    link_messages,
+    presenting,
+    scenario,
+    share_link,
+    write_calibration,
+)
+from pages.shared.widgets import accelerator_input, format_input, model_input, scenario_input
+
+
+def scenario_sidebar(cat: Catalogue) -> Any:
+    """Draw the scenario's controls (folded into one line in presentation mode); returns the container for link notes."""
+    with st.sidebar:
+        notes = st.container()
+        for message in link_messages():
+            notes.warning(message, icon=":material/link_off:")
+        st.toggle(
+            "Presentation mode",
+            key="present",
+            bind="query-params",
+            help="Fold the controls away, enlarge the charts and lead with the headline figure.",
+        )
+        line = st.empty()
+        box = st.expander("Scenario controls", expanded=False, icon=":material/tune:") if presenting() else st.container()
+        with box:
+            st.subheader("Scenario", help="Shared by every page and kept in the page's link.")
+            accelerator_input(cat)
+            scenario_input("num_gpus")
+            model_input(cat)
+            c1, c2 = st.columns(2)
+            format_input("weights", c1)
+            format_input("kv", c2)
+            format_input("compute")
+            scenario_input("batch")
+            scenario_input("context")
+            scenario_input("prompt")
+        if presenting():
+            line.markdown(f"**{_summary(cat)}**")
+        _calibration_switch()  # after the accelerator's control: the fit offered is that accelerator's
+    return notes
+
+
+def _summary(cat: Catalogue) -> str:
+    """The scenario in one line (presentation mode)."""
+    s = scenario()
+    return (
+        f"{s.num_gpus} × {escape_markdown(cat.gpu(s.gpu).name)} · {escape_markdown(cat.model(s.model).name)} · "
+        f"weights {s.weights}, KV {s.kv} · batch {s.batch}, context {s.context:,}, prompt {s.prompt:,}"
+    )
+
+
+def _calibration_switch() -> None:
+    cal = st.session_state.get("calibration")
+    gpu = scenario().gpu
+    if not cal or gpu not in cal["fits"]:
+        st.session_state["use_calibration"] = False
+        return
+    fit = cal["fits"][gpu]
+    st.toggle(
+        "Calibrated model",
+        key="use_calibration",
+        help=f"Use the efficiencies fitted from {cal['source']} for this accelerator on every page: bandwidth {fit['eff_bandwidth']:.0%}, "
+        f"compute {fit['eff_compute']:.0%}, {fit['overhead_s'] * 1e3:.2f} ms per step.",
+    )
+
+
+def share_panel(cat: Catalogue) -> None:
+    """Sidebar footer: the link to this view (with a copy button) and the page's HTML report."""
+    sc = scenario()
+    write_calibration(sc.gpu)
+    with st.sidebar:
+        st.divider()
+        st.markdown("**Share this view**", help="The link reproduces this page, the scenario and the page's controls on any server.")
+        st.code(share_link(cat), language=None, wrap_lines=True)
+        st.download_button(
+            ":material/description: Report (HTML)",
+            lambda: report_html(cat, sc).encode("utf-8"),
+            file_name=f"roofline-{sc.model}-on-{sc.num_gpus}x{sc.gpu}.html",
+            mime="text/html",
+            key="report_download",
+            on_click="ignore",
+            help="One self-contained HTML file of this page's scenario: headline figures, charts as SVG, the per-operation table, "
+            "assumptions and sources.",
+        )
+    if calibration_factors(sc.gpu):
+        st.sidebar.caption(
+            f"Calibrated model on: bandwidth {sc.eff_bandwidth:.0%}, compute {sc.eff_compute:.0%}, {sc.overhead_s * 1e3:.2f} ms per step."
+        )
