@@ -149,8 +149,9 @@ class Catalogue:
     @cached_property
     def model_arrays(self) -> dict[str, Array]:
         """Per model (row m): num_layers, hidden_size, total_params, and of its KV cache:
-        kv_replicated (1 when tensor parallelism cannot shard it: MLA's latent) and
-        kv_heads (how many ways it can be sharded)."""
+        kv_replicated (1 when tensor parallelism cannot shard it: MLA's latent),
+        kv_heads (how many ways it can be sharded), the elements per token of its
+        full-attention layers and how many of its attention rows have a window."""
         params = dict(zip(self.models["id"], self.models["total_params"], strict=True))
         attn = self.attention_matrix
         real = attn.kind >= 0
@@ -160,6 +161,9 @@ class Catalogue:
             "total_params": np.array([params[m] for m in self.records], dtype=np.float64),
             "kv_replicated": np.where(real, attn.kv_replicated, 0.0).max(axis=1, initial=0.0),
             "kv_heads": np.where(real, attn.kv_heads, np.inf).min(axis=1, initial=np.inf),
+            # KV elements per cached token of the layers without a window, and whether any layer has one
+            "kv_elems_full_attention": np.where(attn.window == 0, attn.layers * attn.kv_elems, 0.0).sum(axis=1),
+            "windowed": (attn.window > 0).sum(axis=1).astype(np.float64),
         }
 
 

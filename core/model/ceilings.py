@@ -28,7 +28,7 @@ Rules stated once:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,7 @@ import polars as pl
 
 from core.catalogue.catalogue import Catalogue, UnknownIdError
 from core.catalogue.precisions import ACTIVATION_BYTES, COMPUTE_FORMATS, FORMATS, PEAK_PRECISIONS, UnknownPrecisionError, default_compute
-from core.model.engine import Steps, StepSums, operation_costs, time_steps, visible
+from core.model.engine import Steps, StepSums, distinct_rows, operation_costs, time_steps
 from core.model.result import FIGURES, RESULT_SCHEMA, Ceiling, ceiling_of_row, plain
 from core.model.scenario import FIELDS, SCENARIO_SCHEMA, Scenario, check_frame, default
 
@@ -161,7 +161,7 @@ def scenario_steps(cat: Catalogue, s: ScenarioArrays) -> ScenarioSteps:
     q = np.where(speculative, s.number("spec_draft_len") + 1.0, 1.0)
     decode = Steps(s.model, n, wb, kvb, act, batch, q, context, no, flash)
     prefill = Steps(s.model, n, wb, kvb, act, ones, s.number("prompt"), zeros, ~no, flash)
-    draft = Steps(s.draft, n, wb, kvb, act, batch, ones, context, no, flash).take(speculative)
+    draft = Steps(s.draft, n, wb, kvb, act, batch, ones, context, no, flash).take(np.flatnonzero(speculative))
     bandwidth = hw.bandwidth_bytes_per_s[s.gpu] * s.number("eff_bandwidth")
     return ScenarioSteps(decode, prefill, draft, speculative, bandwidth, peak * s.number("eff_compute"), used)
 
@@ -178,6 +178,11 @@ class StepTotals:
     @property
     def intensity(self) -> Array:
         return self.sums.flops / self.sums.bytes
+
+    def take(self, rows: Index) -> StepTotals:
+        """The totals of the given steps."""
+        sums = StepSums(**{f.name: getattr(self.sums, f.name)[rows] for f in fields(StepSums)})
+        return StepTotals(sums, self.comm_time_s[rows], self.step_time_s[rows], self.bound[rows])
 
 
 BOUNDS = ("memory", "compute", "communication")
@@ -293,17 +298,25 @@ def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
     st = scenario_steps(cat, s)
     n, batch = s.number("num_gpus"), s.number("batch")
     overhead = s.number("overhead_s")
-    decode = step_totals(cat, st.decode, s.gpu, st.bandwidth, st.peak, overhead)
-    prefill = step_totals(cat, st.prefill, s.gpu, st.bandwidth, st.peak, overhead)
+    # a prompt's prefill is the same at every decode batch and context: each distinct one is timed once per accelerator
+    timing = {f.name: getattr(st.prefill, f.name) for f in fields(Steps)}
+    first, of = distinct_rows({**timing, "gpu": s.gpu, "bandwidth": st.bandwidth, "peak": st.peak, "overhead": overhead})
+    drafted = np.flatnonzero(st.speculative)
+    # every step of every scenario in one evaluation: decode, the distinct prefills, the draft model's decode
+    rows = np.concatenate([np.arange(s.size), first, drafted])
+    totals = step_totals(
+        cat, Steps.concat(st.decode, st.prefill.take(first), st.draft), s.gpu[rows], st.bandwidth[rows], st.peak[rows], overhead[rows]
+    )
+    decode = totals.take(np.arange(s.size))
+    prefill = totals.take(s.size + of)
     draft_time = np.full(s.size, np.nan)
-    if st.speculative.any():
-        spec = st.speculative
-        draft = step_totals(cat, st.draft, s.gpu[spec], st.bandwidth[spec], st.peak[spec], overhead[spec])
-        draft_time[spec] = draft.step_time_s
+    draft_time[drafted] = totals.step_time_s[s.size + len(first) :]
     memory = _memory(cat, s, st.speculative)
 
     a, k = s.number("spec_acceptance"), s.number("spec_draft_len")
-    tokens_per_step = np.where(st.speculative, (1.0 - a ** (k + 1.0)) / (1.0 - a), 1.0)  # a < 1 (Scenario)
+    tokens_per_step = np.ones(s.size)
+    spec = st.speculative
+    tokens_per_step[spec] = (1.0 - a[spec] ** (k[spec] + 1.0)) / (1.0 - a[spec])  # a < 1 (Scenario)
     cycle = decode.step_time_s + np.where(st.speculative, k * np.nan_to_num(draft_time), 0.0)
     costed = ~np.isnan(st.peak)
     served = memory["fits"] & costed
@@ -374,11 +387,21 @@ _MEMORY_FIGURES = (
 )
 
 
+def kv_elements_per_sequence(cat: Catalogue, model: Index, context: Array) -> Array:
+    """KV-cache elements one sequence of each model holds at `context` tokens, all layers (a sliding-window layer at most its window)."""
+    full = cat.model_arrays["kv_elems_full_attention"][model] * context
+    windowed = np.flatnonzero(cat.model_arrays["windowed"][model] > 0)
+    if len(windowed):
+        attn, m = cat.attention_matrix, model[windowed]
+        held = np.where(attn.window[m] > 0, np.minimum(context[windowed, None], attn.window[m]), 0.0)
+        full[windowed] += (attn.layers[m] * attn.kv_elems[m] * held).sum(axis=1)
+    return full  # type: ignore[no-any-return]
+
+
 def _memory(cat: Catalogue, s: ScenarioArrays, speculative: npt.NDArray[np.bool_]) -> dict[str, Any]:
     """Weights, KV cache and reserve against num_gpus x memory; the largest batch; the fewest GPUs."""
-    attn, m = cat.attention_matrix, s.model
-    context = s.number("context")[:, None]
-    kv_elems_per_seq = (attn.layers[m] * attn.kv_elems[m] * visible(context, attn.window[m])).sum(axis=1)
+    m = s.model
+    kv_elems_per_seq = kv_elements_per_sequence(cat, m, s.number("context"))
     replicated, kv_heads = cat.model_arrays["kv_replicated"][m] == 1, cat.model_arrays["kv_heads"][m]
     n, batch = s.number("num_gpus"), s.number("batch")
     kv_shard = np.where(replicated, 1.0, np.minimum(n, kv_heads))

@@ -32,6 +32,7 @@ bytes by how far tensor parallelism can shard the cache (`kv_shard`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -82,18 +83,34 @@ class Steps:
 
     def distinct(self) -> tuple[Steps, Index]:
         """(the distinct steps, for each step the index of its distinct one), first occurrences first."""
-        if len(self) <= 1:
-            return self, np.zeros(len(self), dtype=np.intp)
-        columns = {f.name: getattr(self, f.name) for f in fields(self)}
-        varying = {n: a for n, a in columns.items() if (a != a[0]).any()}  # a constant column splits no group
-        if not varying:
-            return self.take(np.zeros(1, dtype=np.intp)), np.zeros(len(self), dtype=np.intp)
-        groups = pl.DataFrame(varying).with_row_index("_row").group_by(list(varying), maintain_order=True).agg(pl.col("_row"))
-        inverse = np.empty(len(self), dtype=np.intp)
-        rows = groups["_row"]
-        inverse[rows.explode().to_numpy()] = np.repeat(np.arange(groups.height), rows.list.len().to_numpy())
-        first = rows.list.first().to_numpy().astype(np.intp)
+        first, inverse = distinct_rows({f.name: getattr(self, f.name) for f in fields(self)})
         return self.take(first), inverse
+
+
+#: Up to this many rows, distinct_rows groups in plain Python.
+_SMALL = 256
+
+
+def distinct_rows(columns: dict[str, npt.NDArray[Any]]) -> tuple[Index, Index]:
+    """(the first row of each distinct combination of the columns' values, each row's combination), first occurrences first."""
+    size = len(next(iter(columns.values())))
+    if size <= 1:
+        return np.zeros(size, dtype=np.intp), np.zeros(size, dtype=np.intp)
+    varying = {n: a for n, a in columns.items() if (a != a[0]).any()}  # a constant column splits no group
+    if not varying:
+        return np.zeros(1, dtype=np.intp), np.zeros(size, dtype=np.intp)
+    if size <= _SMALL:  # a dict of tuples beats building a frame for a handful of rows
+        seen: dict[tuple[Any, ...], int] = {}
+        keys = zip(*(a.tolist() for a in varying.values()), strict=True)
+        inverse_small = np.fromiter((seen.setdefault(k, len(seen)) for k in keys), dtype=np.intp, count=size)
+        first_small = np.full(len(seen), size, dtype=np.intp)
+        np.minimum.at(first_small, inverse_small, np.arange(size))
+        return first_small, inverse_small
+    groups = pl.DataFrame(varying).with_row_index("_row").group_by(list(varying), maintain_order=True).agg(pl.col("_row"))
+    inverse = np.empty(size, dtype=np.intp)
+    rows = groups["_row"]
+    inverse[rows.explode().to_numpy()] = np.repeat(np.arange(groups.height), rows.list.len().to_numpy())
+    return rows.list.first().to_numpy().astype(np.intp), inverse
 
 
 @dataclass(frozen=True)
@@ -115,56 +132,111 @@ class Work:
 
 
 def operation_work(ops: OpMatrix, steps: Steps) -> Work:
-    """The FLOPs and bytes of every operation (row i of `ops` is step i's model).
+    """The FLOPs and bytes of every operation of every step (row i of `ops` is step i's model, or one row for all).
 
-    - matmul, lm_head: 2 T params FLOPs, the weights read once, T (in + out)
-      activations (in prefill the lm_head runs on the last token: T = batch);
-    - MoE experts: 2 T k params FLOPs; weights of the E (1 - (1 - k/E)^T)
-      distinct experts T tokens route to (uniform routing), T k (in + out)
-      activations;
-    - attention: batch x (query, key) pairs x FLOPs per pair, causal, a
-      sliding window capping the keys; the KV cache of every visible token
-      read, the new tokens' written; without fused (flash) attention the
-      score matrix goes through HBM too (4 x batch x heads x pairs elements);
-    - norms: 4 T h FLOPs and 2 T h activations each; the embedding gathers
-      min(T, vocab) rows.
-
-    T = batch x q tokens. Every figure covers all the layers an operation
-    row stands for.
+    Each kind of operation has its formula (below), applied to the
+    operations of that kind only; every figure covers all the layers an
+    operation row stands for. T = batch x q tokens.
     """
-    b, q, cached = steps.batch[:, None], steps.q[:, None], steps.cached[:, None]
-    prefill, flash, n = steps.prefill[:, None], steps.flash[:, None], steps.num_gpus[:, None]
-    t = b * q
-    kind = {k: ops.kind == i for i, k in enumerate(KINDS)}
-    tokens = np.where(kind["lm_head"] & prefill, b, t)
-    pairs = windowed_pairs(cached, q, ops.window)
-    experts = np.where(ops.experts > 0, ops.experts, 1.0)
-    distinct_experts = experts * (1.0 - (1.0 - ops.top_k / experts) ** t)
-    pair_flops = np.where(prefill, ops.pair_flops_prefill, ops.pair_flops_decode)
-    flops = np.select(
-        [kind["matmul"] | kind["lm_head"], kind["moe"], kind["norm"], kind["attn"]],
-        [2.0 * tokens * ops.params, 2.0 * t * ops.top_k * ops.params, 4.0 * t * ops.in_dim, b * pairs * pair_flops],
-        0.0,
-    )
-    gathered_rows = np.minimum(t, ops.params / np.where(ops.out_dim > 0, ops.out_dim, 1.0))
-    weights = np.select([kind["embed"], kind["moe"]], [gathered_rows * ops.out_dim, distinct_experts * ops.params], ops.params)
-    in_out = ops.in_dim + ops.out_dim
-    score_matrix = np.where(flash, 0.0, 4.0 * b * ops.heads * pairs)
-    activations = np.select(
-        [kind["moe"], kind["embed"], kind["norm"], kind["attn"]],
-        [t * ops.top_k * in_out, t * ops.out_dim, 2.0 * t * ops.in_dim, t * in_out + score_matrix],
-        tokens * in_out,
-    )
-    kv_element = ops.kv_elems * steps.kv_bytes[:, None]  # zero for every operation but attention
-    layers = ops.layers
-    return Work(
-        flops=flops * layers,
-        weight_bytes=weights * steps.weight_bytes[:, None] * layers,
-        act_bytes=activations * steps.act_bytes[:, None] * layers,
-        kv_read_bytes=b * visible(cached + q, ops.window) * kv_element * layers,
-        kv_write_bytes=t * kv_element * layers,
-        kv_shard=np.where(kind["attn"] & (ops.kv_replicated != 1), np.minimum(n, ops.kv_heads), 1.0),
-    )
+    shape = (len(steps), ops.kind.shape[1])
+    work = {name: np.zeros(shape) for name in ("flops", "weight_bytes", "act_bytes", "kv_read_bytes", "kv_write_bytes")}
+    work["kv_shard"] = np.ones(shape)
+    for code, name in enumerate(KINDS):
+        if ops.kind.shape[0] == 1:  # one model for every step: its operations of a kind are columns
+            at: Any = (slice(None), np.flatnonzero(ops.kind[0] == code))
+            if not at[1].size:
+                continue
+            op, step = _Cells(ops, at), _Cells(steps, (slice(None), None))
+        else:
+            at = np.nonzero(ops.kind == code)
+            if not at[0].size:
+                continue
+            op, step = _Cells(ops, at), _Cells(steps, at[0])
+        for figure, value in _FORMULAS[name](op, step).items():
+            work[figure][at] = value
+    layers = np.broadcast_to(ops.layers, shape)
+    kv_shard = work.pop("kv_shard")
+    return Work(**{name: value * layers for name, value in work.items()}, kv_shard=kv_shard)
+
+
+class _Cells:
+    """Some cells of an OpMatrix (the operations of one kind) or the matching entries of a Steps."""
+
+    def __init__(self, table: OpMatrix | Steps, at: Any) -> None:
+        self._table, self._at = table, at
+
+    def __getattr__(self, name: str) -> Array:
+        values: Array = getattr(self._table, name)[self._at].astype(np.float64, copy=False)
+        return values
+
+
+def _embedding(op: _Cells, st: _Cells) -> dict[str, Array]:
+    """The embedding gathers min(T, vocab) rows and writes T activations."""
+    t = st.batch * st.q
+    return {
+        "weight_bytes": np.minimum(t, op.params / op.out_dim) * op.out_dim * st.weight_bytes,
+        "act_bytes": t * op.out_dim * st.act_bytes,
+    }
+
+
+def _matmul(op: _Cells, st: _Cells, tokens: Array | None = None) -> dict[str, Array]:
+    """2 T params FLOPs; the weights read once; T (in + out) activations."""
+    t = st.batch * st.q if tokens is None else tokens
+    return {
+        "flops": 2.0 * t * op.params,
+        "weight_bytes": op.params * st.weight_bytes,
+        "act_bytes": t * (op.in_dim + op.out_dim) * st.act_bytes,
+    }
+
+
+def _lm_head(op: _Cells, st: _Cells) -> dict[str, Array]:
+    """A matmul; in prefill it runs on the last token of each sequence only (T = batch)."""
+    return _matmul(op, st, tokens=np.where(st.prefill > 0, st.batch, st.batch * st.q))
+
+
+def _experts(op: _Cells, st: _Cells) -> dict[str, Array]:
+    """Routed experts: 2 T k params FLOPs, the weights of the E (1 - (1 - k/E)^T) distinct experts T tokens reach (uniform routing)."""
+    t = st.batch * st.q
+    distinct = op.experts * (1.0 - (1.0 - op.top_k / op.experts) ** t)
+    return {
+        "flops": 2.0 * t * op.top_k * op.params,
+        "weight_bytes": distinct * op.params * st.weight_bytes,
+        "act_bytes": t * op.top_k * (op.in_dim + op.out_dim) * st.act_bytes,
+    }
+
+
+def _attention(op: _Cells, st: _Cells) -> dict[str, Array]:
+    """batch x causal (query, key) pairs x FLOPs per pair (a sliding window caps the keys); the KV cache of every
+    visible token read and the new tokens' written; unfused attention moves the score matrix through HBM too."""
+    b, t = st.batch, st.batch * st.q
+    pairs = windowed_pairs(st.cached, st.q, op.window)
+    pair_flops = np.where(st.prefill > 0, op.pair_flops_prefill, op.pair_flops_decode)  # decompressed MLA in prefill
+    score_matrix = np.where(st.flash > 0, 0.0, 4.0 * b * op.heads * pairs)
+    kv_element = op.kv_elems * st.kv_bytes
+    return {
+        "flops": b * pairs * pair_flops,
+        "weight_bytes": op.params * st.weight_bytes,  # attention sinks
+        "act_bytes": (t * (op.in_dim + op.out_dim) + score_matrix) * st.act_bytes,
+        "kv_read_bytes": b * visible(st.cached + st.q, op.window) * kv_element,
+        "kv_write_bytes": t * kv_element,
+        "kv_shard": np.where(op.kv_replicated == 1, 1.0, np.minimum(st.num_gpus, op.kv_heads)),
+    }
+
+
+def _norms(op: _Cells, st: _Cells) -> dict[str, Array]:
+    """Each of a layer's norms: 4 T h FLOPs, 2 T h activations (read and written); their weights."""
+    t = st.batch * st.q
+    return {"flops": 4.0 * t * op.in_dim, "weight_bytes": op.params * st.weight_bytes, "act_bytes": 2.0 * t * op.in_dim * st.act_bytes}
+
+
+_FORMULAS: dict[str, Callable[[_Cells, _Cells], dict[str, Array]]] = {
+    "embed": _embedding,
+    "matmul": _matmul,
+    "lm_head": _lm_head,
+    "moe": _experts,
+    "attn": _attention,
+    "norm": _norms,
+}
 
 
 def windowed_pairs(cached: Array, q: Array, window: Array) -> Array:
@@ -192,7 +264,6 @@ class StepSums:
     flops: Array
     bytes: Array
     weight_bytes: Array
-    activation_bytes: Array
     kv_read_bytes: Array
     kv_write_bytes: Array
     ops_time_s: Array  # sum of max(bytes / B, FLOPs / P) over operations
@@ -206,63 +277,83 @@ def time_steps(ops: OpMatrix, steps: Steps, bandwidth: Array, peak: Array) -> St
     `ops` holds every model's operations (row = `steps.model`); `bandwidth`
     and `peak` are the byte/s and FLOP/s one GPU of each step sees (derated).
     A NaN peak (no compute format the accelerator supports) times every
-    operation by its bytes.
+    operation by its bytes. The work of each distinct step is computed once,
+    model by model (a model's operations are the same in all its steps).
     """
-    work_steps, inverse = steps.distinct()
-    work = operation_work(ops.take(work_steps.model), work_steps)
-    flops, nbytes = work.per_gpu(work_steps.num_gpus)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
-    order = np.argsort(intensity, axis=1, kind="stable")
-    by_intensity = np.take_along_axis(intensity, order, axis=1)
-    zero = np.zeros((len(work_steps), 1))
-    # bytes of the first k operations and FLOPs of the rest, for k = 0 .. operations
-    bytes_before = np.hstack([zero, np.cumsum(np.take_along_axis(nbytes, order, axis=1), axis=1)])
-    flops_from = np.hstack([np.cumsum(np.take_along_axis(flops, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero])
-
+    work_steps, work_of = steps.distinct()
+    width = ops.kind.shape[1]
+    # per distinct step: its operations' per-GPU intensities sorted (past its last operation: +inf, never
+    # memory-bound), the bytes of the first k operations and the FLOPs of the rest, k = 0 .. width
+    by_intensity = np.full((len(work_steps), width), np.inf)
+    bytes_before = np.zeros((len(work_steps), width + 1))
+    flops_from = np.zeros((len(work_steps), width + 1))
+    totals = {name: np.empty(len(work_steps)) for name in _TOTALS}
+    for model in np.unique(work_steps.model):
+        works = np.flatnonzero(work_steps.model == model)
+        intensity, before, after, sums = _sorted_work(ops.row(int(model)), work_steps.take(works))
+        n = intensity.shape[1]
+        by_intensity[works, :n] = intensity
+        bytes_before[works, : n + 1] = before
+        bytes_before[works, n + 1 :] = before[:, -1:]
+        flops_from[works, : n + 1] = after
+        for name in _TOTALS:
+            totals[name][works] = sums[name]
     ridge = np.where(np.isnan(peak), np.inf, peak / bandwidth)
-    memory_bound_ops = count_at_most(by_intensity, inverse, ridge)
-    memory_bytes = bytes_before[inverse, memory_bound_ops]
-    compute_flops = flops_from[inverse, memory_bound_ops]
-    memory_time = memory_bytes / bandwidth
+    memory_bound_ops = count_at_most(by_intensity, work_of, ridge)
+    memory_time = bytes_before[work_of, memory_bound_ops] / bandwidth
+    compute_flops = flops_from[work_of, memory_bound_ops]
     with np.errstate(invalid="ignore"):
         compute_time = np.where(compute_flops > 0, compute_flops / peak, 0.0)
-
-    def total(x: Array) -> Array:
-        summed: Array = x.sum(axis=1)
-        return summed[inverse]
-
     return StepSums(
-        flops=total(work.flops),
-        bytes=total(work.weight_bytes + work.act_bytes + work.kv_read_bytes + work.kv_write_bytes),
-        weight_bytes=total(work.weight_bytes),
-        activation_bytes=total(work.act_bytes),
-        kv_read_bytes=total(work.kv_read_bytes),
-        kv_write_bytes=total(work.kv_write_bytes),
+        **{name: totals[name][work_of] for name in _TOTALS},
         ops_time_s=memory_time + compute_time,
         memory_bound_time_s=memory_time,
         compute_bound_time_s=compute_time,
     )
 
 
+#: The sums over a step's operations that do not depend on the accelerator.
+_TOTALS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_write_bytes")
+
+
+def _sorted_work(ops: OpMatrix, steps: Steps) -> tuple[Array, Array, Array, dict[str, Array]]:
+    """One model's operations in `steps`: per step, the per-GPU intensities sorted, with the bytes of the
+    first k operations and the FLOPs of the rest for k = 0 .. operations, and the step's sums."""
+    work = operation_work(ops, steps)
+    flops, nbytes = work.per_gpu(steps.num_gpus)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
+    order = np.argsort(intensity, axis=1, kind="stable")
+    zero = np.zeros((len(steps), 1))
+    bytes_before = np.hstack([zero, np.cumsum(np.take_along_axis(nbytes, order, axis=1), axis=1)])
+    flops_from = np.hstack([np.cumsum(np.take_along_axis(flops, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero])
+    sums = {
+        "flops": work.flops.sum(axis=1),
+        "bytes": (work.weight_bytes + work.act_bytes + work.kv_read_bytes + work.kv_write_bytes).sum(axis=1),
+        "weight_bytes": work.weight_bytes.sum(axis=1),
+        "kv_read_bytes": work.kv_read_bytes.sum(axis=1),
+        "kv_write_bytes": work.kv_write_bytes.sum(axis=1),
+    }
+    return np.take_along_axis(intensity, order, axis=1), bytes_before, flops_from, sums
+
+
 def count_at_most(rows: Array, row_of: Index, limit: Array) -> Index:
     """For each i, how many values of the sorted row rows[row_of[i]] are <= limit[i].
 
-    A binary search in every row at once: log2(columns) rounds of one
-    comparison per query (rather than one per column).
+    A binary search in every row at once, one bit of the answer a round
+    (log2 of the row width rounds of a few array operations, rather than one
+    comparison per column).
     """
     width = rows.shape[1]
     flat = rows.ravel()
-    start = row_of * width
-    lo = np.zeros(len(row_of), dtype=np.intp)  # the count is in [lo, hi]
-    hi = np.full(len(row_of), width, dtype=np.intp)
-    while (lo < hi).any():
-        mid = (lo + hi) // 2  # lo <= mid < hi where the search goes on
-        at_most = flat[start + np.minimum(mid, width - 1)] <= limit
-        searching = lo < hi
-        lo = np.where(searching & at_most, mid + 1, lo)
-        hi = np.where(searching & ~at_most, mid, hi)
-    return lo
+    last = row_of * width - 1  # flat index of the value before the row's first
+    count = np.zeros(len(row_of), dtype=np.intp)
+    step = 1 << max(width.bit_length() - 1, 0)  # counts up to 2 x step - 1 >= width can be reached
+    while step:
+        probe = np.minimum(count + step, width)  # would count reach probe: is the probe-th value <= limit?
+        count = np.where(flat[last + probe] <= limit, probe, count)
+        step >>= 1
+    return count
 
 
 def operation_costs(ops: OpMatrix, steps: Steps, bandwidth: Array, peak: Array) -> pl.DataFrame:

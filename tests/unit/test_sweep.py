@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from core.model.ceilings import ScenarioArrays, evaluate, scenario_steps
-from core.model.engine import Steps, StepSums, operation_costs, time_steps
+from core.model.engine import Steps, StepSums, count_at_most, distinct_rows, operation_costs, time_steps
 from core.model.sweep import SWEEP_COLUMNS, scenario_grid, sweep
 
 
@@ -84,7 +84,6 @@ def test_engine_equals_the_per_operation_table_summed(cat):
             pl.col("flops").sum(),
             pl.col("bytes").sum(),
             pl.col("weight_bytes").sum(),
-            pl.col("act_bytes_total").sum().alias("activation_bytes"),
             pl.col("kv_read_bytes").sum(),
             pl.col("kv_write_bytes").sum(),
             pl.col("time_s").sum().alias("ops_time_s"),
@@ -98,3 +97,34 @@ def test_engine_equals_the_per_operation_table_summed(cat):
         assert getattr(fast, name) == pytest.approx(slow[name].to_numpy(), rel=1e-12, abs=1e-300), name
     # both sides of the ridge occur, so the split at the ridge is exercised
     assert 0 < (slow["compute_bound_time_s"] > 0).sum() < len(steps)
+
+
+@pytest.mark.parametrize("size", [2, 7, 256, 257, 3000])
+def test_distinct_rows_groups_like_a_sort_by_rows(size):
+    """Both of distinct_rows' paths (plain Python up to 256 rows, Polars above) find the same groups
+    as numpy's row-wise unique: first occurrences first, every row mapped to its own values."""
+    rng = np.random.default_rng(size)
+    columns = {
+        "a": rng.integers(0, 3, size),
+        "b": rng.choice([0.5, 1.0, np.inf], size),
+        "constant": np.full(size, 9),
+        "c": rng.integers(0, 2, size).astype(np.int8),
+    }
+    first, of = distinct_rows(columns)
+    table = np.column_stack([columns[n].astype(float) for n in ("a", "b", "constant", "c")])
+    _, first_seen, expected_of = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first_seen)  # numpy numbers groups by value; distinct_rows by first occurrence
+    renumber = np.empty_like(order)
+    renumber[order] = np.arange(len(order))
+    assert first.tolist() == sorted(first_seen.tolist())
+    assert of.tolist() == renumber[expected_of.ravel()].tolist()
+    assert (table[first][of] == table).all()
+
+
+def test_count_at_most_is_a_searchsorted_in_each_row():
+    rng = np.random.default_rng(1)
+    rows = np.sort(rng.choice([0.0, 1.0, 2.5, 7.0, np.inf], (40, 13)), axis=1)
+    row_of = rng.integers(0, 40, 500)
+    limit = rng.choice([-1.0, 0.0, 1.0, 3.0, 7.0, 1e9, np.inf], 500)
+    expected = [int(np.searchsorted(rows[r], x, side="right")) for r, x in zip(row_of, limit, strict=True)]
+    assert count_at_most(rows, row_of, limit).tolist() == expected
