@@ -1,17 +1,19 @@
 """Command line: the same core functions as the app, JSON out (`roofline ...` once installed, or `python -m core.cli ...`).
 
-    python -m core.cli gpus --json
-    python -m core.cli models --json
-    python -m core.cli model-from-config PATH --json
-    python -m core.cli ridge --gpu h100-sxm [--precision bf16] --json
-    python -m core.cli ceiling --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --batch 32 --json [--ops]
-    python -m core.cli sweep [--gpu ID ...] [--model ID ...] --out FILE.parquet|FILE.csv
-    python -m core.cli report --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --out report.html
-    python -m core.cli import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
+    roofline gpus --json
+    roofline models --json
+    roofline model-from-config PATH --json
+    roofline ridge --gpu h100-sxm [--precision bf16] --json
+    roofline ceiling --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --batch 32 --json [--ops]
+    roofline sweep [--gpu ID ...] [--model ID ...] --out FILE.parquet|FILE.csv
+    roofline report --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --out report.html
+    roofline import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
 
 Every command takes --db PATH (default: ROOFLINE_DB or data/roofline.duckdb).
-The scenario options of `ceiling` and `report` are the fields of
-core.model.scenario.Scenario (defaults, bounds and help text from there).
+The scenario options of `ceiling`, `report` and `sweep` are the fields of
+core.model.scenario.Scenario (defaults, bounds and help text from there; the
+sweep's axes repeat), and `import`'s context options the fields of
+core.evidence.importers.ImportContext.
 Errors print one line on stderr and exit with status 2.
 """
 
@@ -36,10 +38,20 @@ from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
 from core.evidence.importers import ImportContext, ImportFileError, import_file
 from core.model.ceilings import ceiling, operation_table
 from core.model.roofline import ridge_points
-from core.model.scenario import FIELDS, Scenario, ScenarioError, add_cli_arguments, flag, from_cli
+from core.model.scenario import FIELDS, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param, value_type
 from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
 from core.store.paths import StoreError
 from core.store.store import get_store
+
+#: The sweep's axes (repeatable options) and what each one defaults to; every other scenario field is one value.
+SWEEP_AXES = {
+    "gpu": "every accelerator",
+    "model": "every model",
+    "weights": " ".join(DEFAULT_WEIGHTS),
+    "batch": "1, 2, 4 ... 1024",
+    "context": " ".join(str(c) for c in DEFAULT_CONTEXTS),
+    "num_gpus": "1",
+}
 
 
 class CliError(Exception):
@@ -47,7 +59,7 @@ class CliError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         result = args.func(args)
@@ -67,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and its options (the scenario options from the Scenario, the import context from ImportContext)."""
     p = argparse.ArgumentParser(prog="roofline", description="Roofline Explorer command line")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", help="DuckDB store path (default: ROOFLINE_DB or data/roofline.duckdb)")
@@ -98,29 +111,19 @@ def _parser() -> argparse.ArgumentParser:
     rp.set_defaults(func=cmd_report)
 
     s = sub.add_parser("sweep", parents=[common], help="sweep a grid of scenarios to a file")
-    s.add_argument("--gpu", action="append", help="accelerator id (repeatable; default: all)")
-    s.add_argument("--model", action="append", help="model id (repeatable; default: all)")
-    s.add_argument("--weights", action="append", help=f"weight formats (default: {' '.join(DEFAULT_WEIGHTS)})")
-    s.add_argument("--batch", action="append", type=int, help="batch sizes (default: 1..1024 in powers of two)")
-    s.add_argument("--context", action="append", type=int, help="context lengths in tokens")
-    s.add_argument("--num-gpus", action="append", type=int, help="GPU counts (default: 1)")
-    s.add_argument("--kv", default="bf16")
-    s.add_argument("--prompt", type=int, default=2048)
+    for name, every in SWEEP_AXES.items():
+        s.add_argument(
+            flag(name), dest=name, action="append", type=field_type(name), help=f"{param(name).help} Repeatable; default: {every}."
+        )
+    add_cli_arguments(s, only=tuple(name for name in FIELDS if name not in SWEEP_AXES))
     s.add_argument("--out", required=True, help="output file, .parquet or .csv")
     s.set_defaults(func=cmd_sweep)
 
     imp = sub.add_parser("import", parents=[common], help="import benchmark results (CSV, JSON, JSONL) as a dataset")
     imp.add_argument("file", help="the benchmark output file")
     imp.add_argument("--format", choices=list(IMPORT_FORMATS), help="the file's format (default: detected from its content)")
-    imp.add_argument("--gpu", help="accelerator id or name (replaces the file's)")
-    imp.add_argument("--num-gpus", type=int, help="accelerators the model ran on")
-    imp.add_argument("--model", help="model id or name (replaces the file's)")
-    imp.add_argument("--weights", help="weight format (bf16, fp8, int4 ...)")
-    imp.add_argument("--kv", help="KV-cache format")
-    imp.add_argument("--compute", help="compute format (default: from the weights)")
-    imp.add_argument("--batch", type=int, help="sequences per step / concurrency, where the file lacks it")
-    imp.add_argument("--input-tokens", type=int, help="prompt length per request, where the file lacks it")
-    imp.add_argument("--output-tokens", type=int, help="output length per request, where the file lacks it")
+    for name, info in ImportContext.model_fields.items():
+        imp.add_argument("--" + name.replace("_", "-"), dest=name, type=value_type(info), help=info.description)
     imp.add_argument("--map", action="append", default=[], metavar="COLUMN=HEADER", help="generic CSV: read COLUMN from HEADER")
     imp.add_argument("--name", help="dataset name (default: the file name)")
     imp.set_defaults(func=cmd_import)
@@ -226,6 +229,7 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
         cat.gpu(g)
     for m in models:
         cat.model(m)
+    base = from_cli(args, only=tuple(name for name in FIELDS if name not in SWEEP_AXES))  # validates the fixed fields
     grid = scenario_grid(
         gpus,
         models,
@@ -233,10 +237,8 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
         batches=args.batch or DEFAULT_BATCHES,
         contexts=args.context or DEFAULT_CONTEXTS,
         num_gpus=args.num_gpus or (1,),
-        kv=args.kv,
-        prompt=args.prompt,
+        base=base,
     )
-    Scenario(gpu=gpus[0], model=models[0], kv=args.kv, prompt=args.prompt)  # validates the shared flags
     result = sweep(cat, grid)  # checks every axis value against the Scenario's bounds
     if out.suffix == ".parquet":
         result.write_parquet(out)
@@ -255,17 +257,7 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
         if not sep or not column.strip() or not header.strip():
             raise CliError(f"--map: expected COLUMN=HEADER, got {item!r}")
         mapping[column.strip()] = header.strip()
-    context = ImportContext(
-        gpu=args.gpu,
-        num_gpus=args.num_gpus,
-        model=args.model,
-        weights=args.weights,
-        kv=args.kv,
-        compute=args.compute,
-        batch=args.batch,
-        input_tokens=args.input_tokens,
-        output_tokens=args.output_tokens,
-    )
+    context = ImportContext.model_validate({name: getattr(args, name) for name in ImportContext.model_fields})
 
     def progress(fraction: float, message: str) -> None:
         if sys.stderr.isatty():

@@ -44,15 +44,21 @@ class ImportContext(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    gpu: str | None = None
-    num_gpus: Annotated[int, Field(ge=1, le=1024)] | None = None
-    model: str | None = None
-    weights: str | None = None
-    kv: str | None = None
-    compute: str | None = None
-    batch: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    input_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
-    output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
+    gpu: str | None = Field(None, description="accelerator id or name (replaces the file's)")
+    num_gpus: Annotated[int, Field(ge=1, le=1024)] | None = Field(None, description="accelerators the model ran on")
+    model: str | None = Field(None, description="model id or name (replaces the file's)")
+    weights: str | None = Field(None, description="weight format (bf16, fp8, int4 ...)")
+    kv: str | None = Field(None, description="KV-cache format")
+    compute: str | None = Field(None, description="compute format (default: from the weights)")
+    batch: Annotated[int, Field(ge=1, le=1_000_000)] | None = Field(
+        None, description="sequences per step / concurrency, where the file lacks it"
+    )
+    input_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = Field(
+        None, description="prompt length per request, where the file lacks it"
+    )
+    output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = Field(
+        None, description="output length per request, where the file lacks it"
+    )
 
 
 @dataclass

@@ -183,9 +183,16 @@ def default(name: str) -> Any:
 
 def field_type(name: str) -> type:
     """The Python type of a scenario field, optional or not (str, int, float or bool)."""
-    annotation = Scenario.model_fields[name].annotation
+    return value_type(Scenario.model_fields[name])
+
+
+def value_type(info: FieldInfo) -> type:
+    """The Python type of a pydantic field's value, optional or not, constraints stripped (str, int, float or bool)."""
+    annotation = info.annotation
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
     return typing.cast(type, annotation)
 
 
@@ -260,12 +267,18 @@ def flag(name: str) -> str:
     return param(name).flag or "--" + name.replace("_", "-")
 
 
+#: What a field shown scaled (Param.scale != 1) is given in on the command line: its own unit.
+_UNSCALED = {"ms": "in seconds", "%": "as a fraction of 1"}
+
+
 def add_cli_arguments(parser: argparse.ArgumentParser, *, only: tuple[str, ...] = FIELDS) -> None:
     """One option per scenario field (or per field of `only`), with the field's default, type and help."""
     for name in only:
         p, kind, dflt = param(name), field_type(name), default(name)
-        unit = f" ({p.unit if p.scale == 1 else 'SI units'})" if p.unit else ""
-        text = f"{p.help}{unit}"
+        text = p.help.rstrip(".")
+        if p.unit:
+            text += f" ({p.unit})" if p.scale == 1 else f" ({_UNSCALED[p.unit]}; the app shows {p.unit})"
+        text = text.replace("%", "%%")  # argparse formats help with %
         if kind is bool:
             action = "store_false" if dflt else "store_true"
             parser.add_argument(flag(name), dest=name, action=action, help=text)
@@ -275,6 +288,6 @@ def add_cli_arguments(parser: argparse.ArgumentParser, *, only: tuple[str, ...] 
             parser.add_argument(flag(name), dest=name, type=kind, default=dflt, help=f"{text}; default: {dflt}")
 
 
-def from_cli(args: argparse.Namespace) -> Scenario:
-    """The Scenario of parsed command-line options (pydantic names a bad value's field)."""
-    return Scenario.model_validate({name: getattr(args, name) for name in FIELDS if hasattr(args, name)})
+def from_cli(args: argparse.Namespace, *, only: tuple[str, ...] = FIELDS) -> Scenario:
+    """The Scenario of parsed command-line options (of the fields `only`; pydantic names a bad value's field)."""
+    return Scenario.model_validate({name: getattr(args, name) for name in only if hasattr(args, name)})

@@ -66,13 +66,10 @@ def scenario_grid(
     batches: Sequence[int] = DEFAULT_BATCHES,
     contexts: Sequence[int] = DEFAULT_CONTEXTS,
     num_gpus: Sequence[int] = (1,),
-    kv: str = "bf16",
-    prompt: int = 2048,
-    usd_per_gpu_hour: float = 0.0,
+    base: Scenario | None = None,
 ) -> pl.DataFrame:
-    """The cross product of the given axes as a scenario frame (no Python loop per row)."""
-    base = Scenario(kv=kv, prompt=prompt, usd_per_gpu_hour=usd_per_gpu_hour)
-    return grid(base, gpu=gpus, model=models, weights=weights, batch=batches, context=contexts, num_gpus=num_gpus)
+    """The cross product of the given axes as a scenario frame (no Python loop per row); every other field from `base`."""
+    return grid(base or Scenario(), gpu=gpus, model=models, weights=weights, batch=batches, context=contexts, num_gpus=num_gpus)
 
 
 def sweep(cat: Catalogue, grid: pl.DataFrame) -> pl.DataFrame:

@@ -1,8 +1,11 @@
 """Where the store's files are, and the store's errors.
 
-The queries and migrations (queries/) and the seed (data/seed/) are read from
-the checkout this package lives in; the DuckDB file defaults to
-data/roofline.duckdb there (ROOFLINE_DB or --db moves it).
+In a checkout (the app, `pip install -e .`) the queries and migrations are
+read from queries/ and the seed from data/seed/, and the DuckDB file defaults
+to data/roofline.duckdb there. An installed wheel (`pip install .`) carries
+both folders inside the package as core/bundled/ (pyproject.toml maps them)
+and keeps its DuckDB file per user, under $XDG_DATA_HOME (default
+~/.local/share)/roofline-explorer/. ROOFLINE_DB or --db moves the file.
 """
 
 from __future__ import annotations
@@ -10,11 +13,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-QUERIES = ROOT / "queries"
+_CHECKOUT = Path(__file__).resolve().parents[2]
+IN_CHECKOUT = (_CHECKOUT / "queries").is_dir() and (_CHECKOUT / "data" / "seed").is_dir()
+_FILES = _CHECKOUT if IN_CHECKOUT else Path(__file__).resolve().parents[1] / "bundled"
+QUERIES = _FILES / "queries"
 MIGRATIONS = QUERIES / "migrations"
-SEED = ROOT / "data" / "seed"
-DEFAULT_DB = ROOT / "data" / "roofline.duckdb"
+SEED = _CHECKOUT / "data" / "seed" if IN_CHECKOUT else _FILES / "seed"
+
+
+def _user_data() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "roofline-explorer"
 
 
 class StoreError(RuntimeError):
@@ -29,9 +37,11 @@ READ_ONLY_MESSAGE = "the store is read-only (ROOFLINE_READ_ONLY=1): nothing is s
 
 
 def default_db_path() -> Path:
-    """`ROOFLINE_DB` when set, else data/roofline.duckdb."""
+    """`ROOFLINE_DB` when set, else data/roofline.duckdb in a checkout, else the user's data folder."""
     env = os.environ.get("ROOFLINE_DB")
-    return Path(env) if env else DEFAULT_DB
+    if env:
+        return Path(env)
+    return _CHECKOUT / "data" / "roofline.duckdb" if IN_CHECKOUT else _user_data() / "roofline.duckdb"
 
 
 def read_only_from_env() -> bool:

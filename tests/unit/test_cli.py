@@ -152,3 +152,56 @@ def test_missing_config_field_is_named(db, tmp_path):
     proc = run(db, "model-from-config", str(path))
     assert proc.returncode == 2
     assert "num_attention_heads: missing" in proc.stderr
+
+
+def test_every_scenario_field_is_an_option_of_ceiling_report_and_sweep():
+    """The options come from the Scenario: each field once, under its flag; the sweep's axes repeat."""
+    from core.cli import SWEEP_AXES, build_parser
+    from core.model.scenario import FIELDS, flag
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    for command in ("ceiling", "report", "sweep"):
+        options = {a.dest: a for a in sub.choices[command]._actions}
+        for name in FIELDS:
+            assert flag(name) in options[name].option_strings, (command, name)
+        if command == "sweep":
+            assert {n for n, a in options.items() if a.__class__.__name__ == "_AppendAction"} == set(SWEEP_AXES)
+    args = build_parser().parse_args(
+        ["ceiling", "--gpu", "b200", "--model", "llama-3.1-8b", "--unfused-attention", "--overhead-s", "0.002"]
+    )
+    assert args.flash_attention is False and args.overhead_s == 0.002
+
+
+def test_sweep_takes_the_fixed_scenario_fields(db, tmp_path):
+    """`sweep --eff-bandwidth 0.5`: at batch 1 on one GPU every operation stays memory-bound, so every
+    decode rate halves exactly; --kv and --prompt reach the grid."""
+    base = ("sweep", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--weights", "bf16", "--batch", "1", "--context", "1024")
+    full, half, other = tmp_path / "full.parquet", tmp_path / "half.parquet", tmp_path / "other.parquet"
+    ok(db, *base, "--out", str(full))
+    ok(db, *base, "--eff-bandwidth", "0.5", "--out", str(half))
+    ok(db, *base, "--kv", "fp8", "--prompt", "512", "--out", str(other))
+    f, h, o = (pl.read_parquet(p).row(0, named=True) for p in (full, half, other))
+    assert h["tokens_per_s_total"] == pytest.approx(0.5 * f["tokens_per_s_total"], rel=1e-12)
+    assert h["bound"] == f["bound"] == "memory"
+    assert (f["kv"], f["prompt"], o["kv"], o["prompt"]) == ("bf16", 2048, "fp8", 512)
+    assert o["kv_memory_bytes"] == pytest.approx(0.5 * f["kv_memory_bytes"], rel=1e-12)
+    proc = run(db, *base, "--eff-bandwidth", "0", "--out", str(tmp_path / "x.csv"))
+    assert proc.returncode == 2 and "--eff-bandwidth" in proc.stderr
+
+
+def test_import_context_options_are_the_import_context_fields():
+    from core.cli import build_parser
+    from core.evidence.importers import ImportContext
+
+    args = build_parser().parse_args(["import", "f.json", "--num-gpus", "4", "--input-tokens", "512", "--kv", "fp8"])
+    assert {n: getattr(args, n) for n in ImportContext.model_fields} == {
+        "gpu": None,
+        "num_gpus": 4,
+        "model": None,
+        "weights": None,
+        "kv": "fp8",
+        "compute": None,
+        "batch": None,
+        "input_tokens": 512,
+        "output_tokens": None,
+    }
