@@ -34,11 +34,12 @@ from core.catalogue.model_config import ConfigError, load_config, model_from_con
 from core.catalogue.operations import summary
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision
 from core.catalogue.seed import CatalogueError
+from core.catalogue.specs import value_type
 from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
 from core.evidence.importers import ImportContext, ImportFileError, import_file
 from core.model.ceilings import ceiling, operation_table
 from core.model.roofline import ridge_points
-from core.model.scenario import FIELDS, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param, value_type
+from core.model.scenario import FIELDS, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
 from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
 from core.store.paths import StoreError
 from core.store.store import get_store

@@ -9,8 +9,6 @@ its row and field named.
 
 from __future__ import annotations
 
-import types
-import typing
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ import polars as pl
 from pydantic import ValidationError
 
 from core.catalogue.model_config import ConfigError, model_from_config, parse_config_text
-from core.catalogue.specs import Accelerator, Column, accelerator_columns
+from core.catalogue.specs import Accelerator, Column, accelerator_columns, value_type
 
 
 class CatalogueError(ValueError):
@@ -82,11 +80,7 @@ def accelerator_from_row(row: dict[str, Any]) -> Accelerator:
 
 def field_type(name: str) -> type:
     """The Python type of an accelerator field, optional or not (float, int, str, bool or list)."""
-    annotation = Accelerator.model_fields[name].annotation
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
-    origin = typing.get_origin(annotation)
-    return typing.cast(type, origin or annotation)
+    return value_type(Accelerator.model_fields[name])
 
 
 _DTYPES: dict[type, Any] = {float: pl.Float64, int: pl.Int32, str: pl.String, bool: pl.Boolean, list: pl.String}

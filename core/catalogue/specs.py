@@ -11,6 +11,8 @@ migration that adds its column, and nowhere else.
 
 from __future__ import annotations
 
+import types
+import typing
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -193,17 +195,45 @@ def accelerator_columns() -> dict[str, Column]:
     return {name: col for name, info in Accelerator.model_fields.items() if (col := column_of(info)) is not None}
 
 
+def value_type(info: FieldInfo) -> type:
+    """The Python type of a pydantic field's value, optional or not, constraints stripped (str, int, float, bool, list ...)."""
+    annotation = info.annotation
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+    if typing.get_origin(annotation) is Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return typing.cast(type, typing.get_origin(annotation) or annotation)
+
+
 def column_of(info: FieldInfo) -> Column | None:
     """The Column declared on a field, if any."""
     return next((m for m in info.metadata if isinstance(m, Column)), None)
 
 
 def accelerator_format_doc() -> str:
-    """The column table of data/seed/ACCELERATORS_FORMAT.md, written from the declarations above."""
-    lines = ["| column | meaning |", "| --- | --- |"]
+    """The column table of data/seed/ACCELERATORS_FORMAT.md, written from the declarations above.
+
+    `python -m core.catalogue.specs` rewrites the table in that file.
+    """
+    lines = ["| column | unit | meaning |", "| --- | --- | --- |"]
     for name, col in accelerator_columns().items():
-        lines.append(f"| {col.seed or name} | {col.doc} |")
+        lines.append(f"| {col.seed or name} | {col.unit} | {col.doc} |")
     return "\n".join(lines)
+
+
+#: The lines around the generated table in ACCELERATORS_FORMAT.md.
+FORMAT_DOC_MARKERS = (
+    "<!-- columns: generated from core/catalogue/specs.py (python -m core.catalogue.specs) -->",
+    "<!-- end of columns -->",
+)
+
+
+def with_format_doc(text: str) -> str:
+    """The text of ACCELERATORS_FORMAT.md with its column table replaced by `accelerator_format_doc()`."""
+    start, end = FORMAT_DOC_MARKERS
+    head, _, rest = text.partition(start + "\n")
+    _, _, tail = rest.partition(end)
+    return f"{head}{start}\n{accelerator_format_doc()}\n{end}{tail}"
 
 
 class ModelRecord(BaseModel):
@@ -293,3 +323,11 @@ class PrecisionFields(BaseModel):
     @classmethod
     def _compute(cls, value: str | None) -> str | None:
         return None if value is None else compute_precision(value)
+
+
+if __name__ == "__main__":  # in a checkout: rewrite the seed's format document
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "data" / "seed" / "ACCELERATORS_FORMAT.md"
+    doc.write_text(with_format_doc(doc.read_text(encoding="utf-8")), encoding="utf-8")
+    print(f"wrote the column table of {doc}")

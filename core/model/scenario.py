@@ -12,8 +12,6 @@ one column per field and is checked against the same bounds
 from __future__ import annotations
 
 import argparse
-import types
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -23,7 +21,7 @@ import polars as pl
 from pydantic import ConfigDict, Field
 from pydantic.fields import FieldInfo
 
-from core.catalogue.specs import PrecisionFields
+from core.catalogue.specs import PrecisionFields, value_type
 
 
 @dataclass(frozen=True)
@@ -184,16 +182,6 @@ def default(name: str) -> Any:
 def field_type(name: str) -> type:
     """The Python type of a scenario field, optional or not (str, int, float or bool)."""
     return value_type(Scenario.model_fields[name])
-
-
-def value_type(info: FieldInfo) -> type:
-    """The Python type of a pydantic field's value, optional or not, constraints stripped (str, int, float or bool)."""
-    annotation = info.annotation
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
-    if typing.get_origin(annotation) is Annotated:
-        annotation = typing.get_args(annotation)[0]
-    return typing.cast(type, annotation)
 
 
 def bounds(name: str) -> tuple[float | None, bool, float | None, bool]:

@@ -145,3 +145,43 @@ def test_unknown_accelerator_suggests_the_closest_ids(cat):
     with pytest.raises(UnknownIdError, match="did you mean h100-sxm") as err:
         cat.gpu("h100-sxn")
     assert "h100-sxm" in err.value.suggestions
+
+
+def test_each_accelerator_field_reaches_every_place_from_its_one_declaration(cat, tmp_path):
+    """A field declared once (specs.Accelerator with its Column) is a seed CSV column, a column of both store
+    tables, a column of the catalogue table, a key of the CLI record, a row of the format document and,
+    unless it opts out, an input of the custom-accelerator form."""
+    from core.catalogue.catalogue import add_custom_accelerator, load_catalogue
+    from core.catalogue.seed import accelerator_from_row
+    from core.catalogue.specs import accelerator_columns, accelerator_format_doc
+    from core.present.tables import accelerator_table
+    from core.store import SEED, Store
+
+    columns = accelerator_columns()
+    header = (SEED / "accelerators.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    assert header == [c.seed or n for n, c in columns.items()]  # every column declared, in declaration order
+    store = Store(tmp_path / "fields.duckdb")
+    fresh = load_catalogue(store)
+    row = {**fresh.gpu("h100-sxm").store_row(), "id": "h100-copy", "name": "H100 copy", "custom": True}
+    add_custom_accelerator(store, accelerator_from_row(row))
+    with store.connect() as con:
+        for table in ("accelerators", "custom_accelerators"):
+            stored = {r[0] for r in con.sql(f"DESCRIBE {table}").fetchall()}
+            assert set(columns) <= stored, (table, set(columns) - stored)
+    reread = load_catalogue(store)
+    assert reread.gpu("h100-copy").store_row() == {**row, "custom": True}  # every field survives the custom table
+    shown = accelerator_table(cat.gpus).columns
+    record = cat.gpu("h100-sxm").record()
+    doc = accelerator_format_doc()
+    for name, col in columns.items():
+        assert name in ("sources", "notes") or col.heading() in shown, name
+        assert name.startswith("peak_") or name in record, name
+        assert f"| {col.seed or name} | {col.unit} | {col.doc} |" in doc
+
+
+def test_the_format_document_holds_the_generated_column_table():
+    """data/seed/ACCELERATORS_FORMAT.md is in step with the declarations (python -m core.catalogue.specs rewrites it)."""
+    from core.catalogue.specs import accelerator_format_doc
+    from core.store import SEED
+
+    assert accelerator_format_doc() in (SEED / "ACCELERATORS_FORMAT.md").read_text(encoding="utf-8")
