@@ -83,6 +83,11 @@ class Accelerator(BaseModel):
         Field(ge=MEMORY_BYTES_RANGE[0], le=MEMORY_BYTES_RANGE[1]),
         Column("Memory", "device memory in decimal GB as the datasheet prints it (80 for H100 80GB)", "GB", 1e9, "memory_gb", example=80.0),
     ]
+    memory_type: Annotated[
+        str | None,
+        Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 +.\-]*$", max_length=24),
+        Column("Memory type", "memory technology as a cited source prints it (HBM3e, GDDR6, LPDDR5X ...); empty where none does"),
+    ] = None
     bandwidth_bytes_per_s: Annotated[
         float,
         Field(ge=BANDWIDTH_RANGE[0], le=BANDWIDTH_RANGE[1]),
