@@ -7,8 +7,6 @@ Values <= 0 are filtered before they reach a log scale (one would blank it).
 
 from __future__ import annotations
 
-import copy
-import functools
 import json
 import math
 from typing import Any
@@ -86,32 +84,6 @@ def roofline_chart(
     return _roofline_layers(*layout, width=width, height=height).properties(title=title, datasets=datasets)
 
 
-def roofline_spec(
-    roofs: pl.DataFrame,
-    points: pl.DataFrame,
-    paths: pl.DataFrame | None = None,
-    *,
-    title: str = "",
-    width: int = 760,
-    height: int = 440,
-) -> dict[str, Any]:
-    """roofline_chart as a Vega-Lite spec dict, for drawing on a page.
-
-    The layers depend only on the roof kinds, whether paths are drawn and the
-    size, so their spec is built once per combination and reused; the axis
-    domains, the title and the data rows are filled in per call. Equal to
-    `roofline_chart(...).to_dict(validate=False)` (tested).
-    """
-    (x_dom, y_dom, kinds, has_paths), datasets = _roofline_parts(roofs, points, paths)
-    spec = copy.deepcopy(_roofline_template(kinds, has_paths, width=width, height=height))
-    for layer in spec["layer"]:
-        for channel, domain in (("x", x_dom), ("y", y_dom)):
-            layer["encoding"][channel]["scale"]["domain"] = list(domain)
-    spec["title"] = title
-    spec["datasets"] = datasets
-    return spec
-
-
 ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch")
 
 
@@ -137,29 +109,6 @@ def _roofline_parts(
     if paths is not None and has_paths:
         datasets["paths"] = positive(paths, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS).to_dicts()
     return (x_dom, y_dom, kinds, has_paths), datasets
-
-
-@functools.lru_cache(maxsize=64)
-def _roofline_template(kinds: tuple[str, ...], has_paths: bool, *, width: int, height: int) -> dict[str, Any]:
-    """The spec of roofline_chart's layers without title or data, domains 1..10 (cached: callers copy it)."""
-    spec: dict[str, Any] = _roofline_layers((1.0, 10.0), (1.0, 10.0), kinds, has_paths, width=width, height=height).to_dict(validate=False)
-    spec.pop("datasets", None)
-    return spec
-
-
-#: (width, height) of the roofline on its page: normal and presentation mode.
-ROOFLINE_SIZES = ((760, 440), (1080, 620))
-
-
-def warm_roofline_templates() -> None:
-    """Build the layer specs the roofline page draws (both sizes, with and without a derated roof).
-
-    Altair takes ~0.1 s per spec; the server does this once at start
-    (serve.py), so no user's first rerun pays it.
-    """
-    for kinds in (("datasheet",), ("datasheet", "derated")):
-        for width, height in ROOFLINE_SIZES:
-            _roofline_template(kinds, True, width=width, height=height)
 
 
 def _roofline_layers(
