@@ -10,9 +10,9 @@ from core.plan.planning import default_draft_model
 from core.present.figures import CalculatorView, calculator_view
 from core.present.text import duration, escape_markdown, si
 from pages.shared.data import HASH_FUNCS, catalogue
-from pages.shared.params import labels, scenario
+from pages.shared.params import labels, presenting, scenario
 from pages.shared.ui import chart_exports, keep_options, number_columns, show_chart, table_download
-from pages.shared.widgets import scenario_input
+from pages.shared.widgets import calibrated_inputs, scenario_input
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
@@ -24,7 +24,7 @@ st.title("Ceiling calculator")
 st.caption("Accelerator, GPUs, model, precisions, batch, context and prompt are in the sidebar; the options below refine the scenario.")
 cat = catalogue()
 target = scenario().model
-with st.expander("Options: speculative decoding, efficiency, memory reserve, price", expanded=True):
+with st.expander("Options: speculative decoding, efficiency, memory reserve, price", expanded=not presenting()):
     c1, c2, c3, c4 = st.columns(4)
     scenario_input("spec_draft_len", c1)
     scenario_input("spec_acceptance", c1)
@@ -34,9 +34,7 @@ with st.expander("Options: speculative decoding, efficiency, memory reserve, pri
     drafts = list(dict.fromkeys(drafts))
     keep_options("spec_draft_model", drafts)
     scenario_input("spec_draft_model", c1, options=drafts, format_func=names.__getitem__)
-    scenario_input("eff_bandwidth", c2)
-    scenario_input("eff_compute", c2)
-    scenario_input("overhead_s", c3)
+    calibrated_inputs({"eff_bandwidth": c2, "eff_compute": c2, "overhead_s": c3})
     scenario_input("reserve_fraction", c3)
     scenario_input("usd_per_gpu_hour", c4)
 

@@ -87,7 +87,7 @@ sort_by = c4.selectbox(
     list(SORT_KEYS),
     key="cmp_sort",
     bind="query-params",
-    format_func=SORT_LABELS.__getitem__,
+    format_func=SORT_LABELS.__getitem__,  # the labels the link carries (params.LINKS says so too)
     help="Best first; unmet accelerators last.",
 )
 if not picked:

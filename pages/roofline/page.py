@@ -15,7 +15,7 @@ from pages.roofline.terms import explain_terms
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
 from pages.shared.ui import chart_exports, keep_options, show_chart, table_download
-from pages.shared.widgets import scenario_input
+from pages.shared.widgets import calibrated_inputs
 
 PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
 
@@ -57,9 +57,7 @@ precisions = c2.multiselect(
     placeholder="the scenario's compute format",
     help="Compute roofs to draw (dense peaks); empty: the format the scenario computes in. Unsupported precisions draw no roof.",
 )
-with c3:
-    scenario_input("eff_bandwidth")
-    scenario_input("eff_compute")
+calibrated_inputs({"eff_bandwidth": c3, "eff_compute": c3})
 play = controls.button(
     "Play", icon=":material/play_arrow:", help="Sweep the batch from 1 to 1024 and watch the points move.", key="rf_play"
 )

@@ -19,6 +19,7 @@ The calibrated model's factors are the one parameter written by hand
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue, UnknownIdError
 from core.model.scenario import FIELDS, Scenario, default, param
+from core.plan.purchase import SORT_LABELS
 from core.present.text import escape_markdown
 
 EVERY = "*"
@@ -41,6 +43,7 @@ class Link:
     many: bool = False  # a list (repeated in the link; older links separated the items by commas)
     toggle: bool = False  # older links wrote 1 and 0
     older: tuple[str, ...] = ()  # names older links used
+    shown: Mapping[Any, str] | None = None  # option -> its label, where the control shows (and links) a label
 
 
 LINKS: tuple[Link, ...] = (
@@ -73,7 +76,7 @@ LINKS: tuple[Link, ...] = (
     Link("cmp_mode", ("compare",)),
     Link("cmp_tpot", ("compare",)),
     Link("cmp_ttft", ("compare",)),
-    Link("cmp_sort", ("compare",)),
+    Link("cmp_sort", ("compare",), shown=SORT_LABELS),
     Link("sw_gpus", ("sweep",), picks="accelerator", many=True),
     Link("sw_models", ("sweep",), picks="model", many=True),
     Link("sw_weights", ("sweep",), many=True),
@@ -258,7 +261,8 @@ def _as_link(cat: Catalogue, key: str) -> list[str]:
     """The widget's current value as a link would spell it."""
     value = st.session_state.get(key)
     items = list(value) if isinstance(value, list | tuple) else [value]
-    names = labels(cat, BY_KEY[key].picks) if BY_KEY[key].picks else {}
+    link = BY_KEY[key]
+    names = labels(cat, link.picks) if link.picks else dict(link.shown or {})
     return [names.get(v, str(v).lower() if isinstance(v, bool) else str(v)) for v in items]
 
 

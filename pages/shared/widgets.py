@@ -15,20 +15,25 @@ import streamlit as st
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.precisions import COMPUTE_FORMATS, FORMATS
 from core.model.scenario import bounds, default, field_type, param
-from pages.shared.params import key_of, labels
+from pages.shared.params import calibration_factors, key_of, labels, scenario
 from pages.shared.ui import keep_options
 
 AUTO = "auto"
 
 
 def scenario_input(
-    name: str, where: Any = st, *, options: Sequence[Any] | None = None, format_func: Callable[[Any], str] | None = None
+    name: str,
+    where: Any = st,
+    *,
+    options: Sequence[Any] | None = None,
+    format_func: Callable[[Any], str] | None = None,
+    disabled: bool = False,
 ) -> Any:
     """Draw the control of a Scenario field and return its value in the field's unit (the control may show ms or %)."""
     p = param(name)
     label = f"{p.label} ({p.unit})" if p.unit else p.label
     dflt = default(name)
-    common: dict[str, Any] = {"key": key_of(name), "help": p.help, "bind": "query-params"}
+    common: dict[str, Any] = {"key": key_of(name), "help": p.help, "bind": "query-params", "disabled": disabled}
     if options is not None:
         return where.selectbox(
             label, list(options), index=list(options).index(dflt) if dflt in options else 0, format_func=format_func or str, **common
@@ -68,3 +73,20 @@ def format_input(name: str, where: Any = st) -> Any:
     if name == "compute":
         return scenario_input(name, where, options=[None, *COMPUTE_FORMATS], format_func=lambda c: AUTO if c is None else c)
     return scenario_input(name, where, options=list(FORMATS))
+
+
+#: The fields the calibrated model sets.
+CALIBRATED = ("eff_bandwidth", "eff_compute", "overhead_s")
+
+
+def calibrated_inputs(where: dict[str, Any]) -> None:
+    """The controls of the calibrated fields in `where` (field -> container); while the calibrated model is on for the
+    scenario's accelerator they are disabled, and a caption under the first says which values apply."""
+    factors = calibration_factors(scenario().gpu)
+    for name, box in where.items():
+        scenario_input(name, box, disabled=bool(factors))
+    if factors:
+        next(iter(where.values())).caption(
+            f"Calibrated model on (sidebar): bandwidth {factors['eff_bandwidth']:.0%}, compute {factors['eff_compute']:.0%}, "
+            f"{factors['overhead_s'] * 1e3:.2f} ms per step."
+        )

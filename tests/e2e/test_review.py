@@ -110,3 +110,57 @@ def test_the_guided_tour_walks_every_step(server, page):
     page.get_by_text("Why does batching not raise attention").click()
     page.get_by_text("the ratio stays at about 2g").wait_for()
     screenshot(page, "tour-step-6")
+
+
+def _metric_value(page, label: str) -> str:  # type: ignore[no-untyped-def]
+    box = page.locator("[data-testid='stMetric']").filter(has=page.get_by_text(label, exact=True)).first
+    return str(box.locator("[data-testid='stMetricValue']").inner_text())
+
+
+def test_a_calibrated_link_on_another_accelerator_opens_calibrated_in_a_new_browser(fresh_server, browser, tmp_path):
+    """An older-form link (id, present=1) carrying a calibrated model for an MI300X, opened as the first request of a
+    fresh server in a new browser context: the calibration is on, the ceiling is the calibrated one, and the share
+    link carries the factors on."""
+    from core.catalogue.catalogue import load_catalogue
+    from core.model.ceilings import ceiling
+    from core.model.scenario import Scenario
+    from core.present.text import si
+    from core.store import Store
+
+    cat = load_catalogue(Store(tmp_path / "here.duckdb"))
+    calibrated = ceiling(cat, Scenario(gpu="mi300x", model="llama-3.1-70b", batch=4, eff_bandwidth=0.8, overhead_s=0.0004))
+    datasheet = ceiling(cat, Scenario(gpu="mi300x", model="llama-3.1-70b", batch=4))
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.goto(fresh_server.url("calculator?gpu=mi300x&model=llama-3.1-70b&batch=4&cal=0.8,1,0.0004&present=1"))
+    wait_ready(page)
+    page.get_by_text("What if: the three moves").wait_for()
+    assert page.get_by_role("switch", name="Presentation mode").is_checked()
+    assert page.get_by_role("switch", name="Calibrated model").is_checked()
+    page.get_by_text("Options: speculative decoding").click()  # folded away in presentation mode
+    expect(page.get_by_text("Calibrated model on (sidebar): bandwidth 80%, compute 100%, 0.40 ms per step.")).to_be_visible()
+    expect(page.get_by_role("slider", name="Bandwidth efficiency")).to_be_disabled()
+    assert _metric_value(page, "Tokens/s per user") == si(calibrated.tokens_per_s_per_user)
+    assert si(calibrated.tokens_per_s_per_user) != si(datasheet.tokens_per_s_per_user)
+    link = page.locator("[data-testid='stCode']").filter(has_text="?").first.inner_text()
+    for part in ("gpu=mi300x", "model=llama-3.1-70b", "batch=4", "cal=0.8%2C1%2C0.0004", "present=true"):
+        assert part in link, link
+    screenshot(page, "review-calibrated-link-mi300x")
+    context.close()
+
+
+def test_a_link_value_a_control_cannot_take_is_named_and_a_default_one_is_not(fresh_server, browser):
+    """compare?cmp_sort=<the default's label> opens quietly; cmp_sort=cheapest opens with a message naming it."""
+    for value, message in (("tokens/s total", None), ("cheapest", "link parameter cmp_sort='cheapest' is not a value this control takes")):
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.goto(fresh_server.url(f"compare?cmp_gpus=h100-sxm&cmp_gpus=mi300x&cmp_mode=service+target&cmp_sort={value}"))
+        wait_ready(page)
+        page.locator("[data-testid='stDataFrame']").first.wait_for()
+        expect(page.get_by_role("radio", name="service target")).to_be_checked()
+        warnings = page.locator("[data-testid='stAlertContentWarning']").all_inner_texts()
+        if message is None:
+            assert not [w for w in warnings if "link parameter" in w], warnings
+        else:
+            assert any(message in w for w in warnings), warnings
+        context.close()

@@ -1,0 +1,98 @@
+"""Every control a link carries: a link with a non-default value for it opens with the control set, and the
+page's share link writes it back (for every page that owns the key, per pages/shared/params.LINKS)."""
+
+from __future__ import annotations
+
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from core.evidence.importers import import_file, list_datasets
+from core.store import get_store
+from pages.shared.params import BY_KEY, EVERY, LINKS, labels
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+# key -> (the values a link gives, as Streamlit writes them: a label for an option, an id for an accelerator or
+#         a model, which the link then names by its name; the value the control then holds)
+SAMPLES: dict[str, tuple[list[str], Any]] = {
+    "gpu": (["b200"], "b200"),
+    "num_gpus": (["4"], 4),
+    "model": (["llama-3.1-70b"], "llama-3.1-70b"),
+    "weights": (["fp8"], "fp8"),
+    "kv": (["fp8"], "fp8"),
+    "compute": (["bf16"], "bf16"),
+    "batch": (["48"], 48),
+    "context": (["16384"], 16384),
+    "prompt": (["512"], 512),
+    "present": (["true"], True),
+    "rf_compare": (["mi300x", "a100-80gb-sxm"], ["mi300x", "a100-80gb-sxm"]),
+    "rf_precisions": (["fp8", "fp4"], ["fp8", "fp4"]),
+    "eff_bandwidth": (["0.7"], 0.7),
+    "eff_compute": (["0.6"], 0.6),
+    "rd_precision": (["fp8"], "fp8"),
+    "rd_vendor": (["AMD", "Intel"], ["AMD", "Intel"]),
+    "rd_form": (["OAM"], ["OAM"]),
+    "rd_year": (["2020", "2024"], (2020, 2024)),
+    "tour_step": (["3. The ridge"], "3. The ridge"),
+    "spec_draft_len": (["4"], 4),
+    "spec_acceptance": (["0.6"], 0.6),
+    "spec_draft_model": (["llama-3.2-3b"], "llama-3.2-3b"),  # not the 1B the page picks by default
+    "overhead_ms": (["0.5"], 0.5),
+    "reserve_pct": (["20"], 20.0),
+    "usd_per_gpu_hour": (["2.5"], 2.5),
+    "cmp_gpus": (["h100-sxm", "mi300x"], ["h100-sxm", "mi300x"]),
+    "cmp_mode": (["service target"], "service target"),
+    "cmp_tpot": (["30.0"], 30.0),
+    "cmp_ttft": (["1.5"], 1.5),
+    "cmp_sort": (["tokens/s per W"], "tokens_per_s_per_watt"),
+    "sw_gpus": (["h200-sxm", "mi300x"], ["h200-sxm", "mi300x"]),
+    "sw_models": (["llama-3.1-8b"], ["llama-3.1-8b"]),
+    "sw_weights": (["bf16", "int4"], ["bf16", "int4"]),
+    "sw_batches": (["8", "64"], [8, 64]),
+    "sw_contexts": (["8192"], [8192]),
+    "sw_counts": (["2", "8"], [2, 8]),
+    "sw_at_batch": (["8"], 8),
+    "sw_tpot": (["35.0"], 35.0),
+    "sw_ttft": (["0.5"], 0.5),
+    "sw_total": (["1000.0"], 1000.0),
+    "sw_bound": (["compute"], "compute"),
+    "sw_fits": (["false"], False),
+    "ms_calibrate": (["false"], False),
+}
+#: Where a sidebar key is tried (it is drawn on every page).
+SIDEBAR_PAGE = "calculator"
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(SIDEBAR_PAGE if link.pages == (EVERY,) else page, link.key) for link in LINKS for page in link.pages]
+
+
+def test_every_link_key_has_a_sample():
+    assert {link.key for link in LINKS} == set(SAMPLES)
+
+
+@pytest.mark.parametrize(("page", "key"), _cases(), ids=lambda x: x)
+def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_store, cat, page, key):
+    if page == "measured":  # its controls are drawn once a dataset exists
+        store = get_store(private_store)
+        if not list_datasets(store).filter(pl.col("file_name") == "generic.csv").height:
+            import_file(store, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name="H100 and A100 decode")
+    values, expected = SAMPLES[key]
+    if BY_KEY[key].picks:
+        values = [labels(cat, BY_KEY[key].picks)[v] for v in values]
+    # the sweep's 'at batch' picks among the batches swept, and the draft model needs a draft length
+    extra = {"sw_batches": ["8", "64"]} if key == "sw_at_batch" else {"spec_draft_len": ["4"]} if key == "spec_draft_model" else {}
+    at = open_page(page, **{key: values if len(values) > 1 else values[0]}, **{k: v for k, v in extra.items()})
+    held = at.session_state[key]
+    if isinstance(expected, float):
+        assert held == pytest.approx(expected)
+    else:
+        assert (list(held) if isinstance(held, list | tuple) and isinstance(expected, list) else held) == expected
+    assert not [w.value for w in at.warning if "link parameter" in w.value]
+    (link,) = [c.value for c in at.code if "?" in c.value]
+    carried = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)
+    assert key in carried, link
