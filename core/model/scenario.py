@@ -225,6 +225,10 @@ class ScenarioError(ValueError):
         self.field, self.problem, self.row = field, problem, row
 
 
+def _bound(x: float) -> str:
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+
+
 def check_frame(frame: pl.DataFrame) -> None:
     """Every numeric scenario column of a frame within its field's bounds; ScenarioError names the first value that is not."""
     checked = [n for n in FIELDS if n in frame.columns and field_type(n) in (int, float)]
@@ -242,8 +246,8 @@ def check_frame(frame: pl.DataFrame) -> None:
     for name, row in first.items():
         if row is not None:
             lo, lo_inc, hi, hi_inc = bounds(name)
-            rng = f"{'>=' if lo_inc else '>'} {lo:g}" if lo is not None else ""
-            rng += (" and " if rng else "") + (f"{'<=' if hi_inc else '<'} {hi:g}" if hi is not None else "")
+            rng = f"{'>=' if lo_inc else '>'} {_bound(lo)}" if lo is not None else ""
+            rng += (" and " if rng else "") + (f"{'<=' if hi_inc else '<'} {_bound(hi)}" if hi is not None else "")
             raise ScenarioError(name, f"must be {rng}, got {frame[name][row]}", row=int(row))
 
 

@@ -128,3 +128,32 @@ def test_count_at_most_is_a_searchsorted_in_each_row():
     limit = rng.choice([-1.0, 0.0, 1.0, 3.0, 7.0, 1e9, np.inf], 500)
     expected = [int(np.searchsorted(rows[r], x, side="right")) for r, x in zip(row_of, limit, strict=True)]
     assert count_at_most(rows, row_of, limit).tolist() == expected
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "message"),
+    [
+        ("batch", [1, 0, 8], "batch: row 1: must be >= 1 and <= 1,000,000, got 0"),
+        ("spec_acceptance", [0.5, 0.7, 1.0], "spec_acceptance: row 2: must be >= 0 and < 1, got 1.0"),
+        ("context", [4096, -5, 8], "context: row 1: must be >= 0 and <= 10,000,000, got -5"),
+        ("num_gpus", [1, None, 2], "num_gpus: row 1: must be >= 1"),
+    ],
+)
+def test_a_frame_value_out_of_its_fields_bounds_is_named_with_its_row(cat, column, values, message):
+    """evaluate() on a frame checks every value against the Scenario's own bounds (the same ones pydantic applies to one
+    Scenario) and names the first bad one: field, row, bound and value; nothing is evaluated."""
+    from core.model.scenario import ScenarioError
+
+    frame = pl.DataFrame({"gpu": ["h100-sxm"] * 3, "model": ["llama-3.1-8b"] * 3}).with_columns(pl.Series(column, values))
+    with pytest.raises(ScenarioError) as err:
+        evaluate(cat, frame)
+    assert str(err.value).startswith(message)
+    assert err.value.field == column and err.value.row == 1 + (column == "spec_acceptance")
+
+
+def test_an_unknown_id_in_a_frame_is_named_with_the_closest_ones(cat):
+    from core.catalogue.catalogue import UnknownIdError
+
+    frame = pl.DataFrame({"gpu": ["h100-sxm", "h100"], "model": ["llama-3.1-8b", "llama-3.1-8b"]})
+    with pytest.raises(UnknownIdError, match="unknown accelerator 'h100'; did you mean h100-sxm"):
+        evaluate(cat, frame)
