@@ -1,4 +1,4 @@
-"""Benchmark: a 1,000,000-row generic CSV imported through the app's path (core.importers.import_file).
+"""Benchmark: a 1,000,000-row generic CSV imported through the app's path (core.evidence.importers.import_file).
 
 The CSV is generated in memory (accelerators and models written the way tools
 write them, so name matching runs too), then decoded, detected, read,

@@ -69,7 +69,7 @@ def median_time(fn: Any, runs: int) -> float:
 def loop_step(
     s: dict[str, Any], ops: list[dict[str, Any]], gpu: dict[str, Any], model: Any, b: int, q: int, cached: int, prefill: bool
 ) -> dict[str, float]:
-    """One step, operation by operation, in plain Python (the formulas of core.perfmodel).
+    """One step, operation by operation, in plain Python (the formulas of core.model.engine).
 
     Returns the step time (s) with its FLOPs, bytes, weight and KV-read bytes
     and the time of its memory- and compute-bound operations.
@@ -136,7 +136,7 @@ def _pairs(cached: int, q: int, w: float | None) -> float:
 
 
 def loop_scenario(s: dict[str, Any], ops: list[dict[str, Any]], gpu: dict[str, Any], model: Any, total_params: float) -> dict[str, Any]:
-    """Every figure the sweep returns for one scenario, one scenario at a time (core.ceilings' rules).
+    """Every figure the sweep returns for one scenario, one scenario at a time (core.model.ceilings' rules).
 
     Sweep scenarios have no speculative decoding, default efficiencies and
     no price, as scenario_grid makes them.

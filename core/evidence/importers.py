@@ -66,7 +66,7 @@ class Parsed:
     """A file read and validated, not yet written."""
 
     format: str
-    rows: pl.DataFrame  # the typed measurement frame (core.measurements.validate)
+    rows: pl.DataFrame  # the typed measurement frame (core.evidence.measurements.validate)
     sha256: str
     notes: list[str] = field(default_factory=list)
 

@@ -3,7 +3,7 @@
 One workload (model, precisions, context, prompt) and either a fixed decode
 batch or a service target (time per output token <= x, time to first token
 <= y). For every accelerator the tensor-parallel degrees and batches are
-evaluated as one frame (`core.ceilings.evaluate`); per accelerator the table
+evaluated as one frame (`core.model.ceilings.evaluate`); per accelerator the table
 keeps the fewest GPUs that fit (and meet the target), and at that count the
 batch with the most tokens/s in total.
 

@@ -306,7 +306,7 @@ def _log_domain(series: list[pl.Series], pad: float) -> list[float]:
     return [lo / pad, hi * pad]
 
 
-# -- measured against predicted (core.measurements) ------------------------------------------
+# -- measured against predicted (core.evidence.compare) ------------------------------------------
 
 #: Measured points: ok ones filled, those above their ceiling drawn as red crosses, never as normal points.
 STATUS_SCALE = alt.Scale(domain=["ok", "above ceiling"], range=["#2f855a", "#c53030"])

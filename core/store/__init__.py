@@ -1,4 +1,4 @@
-"""The store: one DuckDB file (data/roofline.duckdb), its schema and seed, and one session's uploads in read-only mode.
+"""The store: one DuckDB file (data/roofline.duckdb in a checkout), its schema and seed, and one session's uploads in read-only mode.
 
 `paths` says where things are; `files` lets several processes share the file
 by taking turns; `schema` migrates it and loads the seed; `store` runs named

@@ -49,7 +49,7 @@ def test_empty_store_shows_the_import_form_and_an_empty_state(open_page, empty_s
 
 
 def test_measured_page_shows_ratio_mbu_and_flags_the_impossible_row(open_page, dataset, private_store):
-    """The table holds each measurement's ceiling (checked against core.ceilings.evaluate) and flags row 11."""
+    """The table holds each measurement's ceiling (checked against core.model.ceilings.evaluate) and flags row 11."""
     at = open_page("measured")
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value  # the comparison table (the fit table is the second)

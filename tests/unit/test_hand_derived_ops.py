@@ -1,7 +1,7 @@
 """Per-operation FLOPs and HBM bytes, derived by hand from config shapes.
 
 The shapes are written out here as numbers copied from data/seed/models/*.json
-and the expectations follow the formulas core/perfmodel.py documents:
+and the expectations follow the formulas core/model/engine.py documents:
 
 - matmul (and lm_head): FLOPs 2 T params; weight bytes params x bytes/weight;
   activations T (in + out) x act_bytes (lm_head runs on the last token only in

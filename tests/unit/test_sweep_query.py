@@ -1,4 +1,4 @@
-"""Querying a sweep (core.sweep_query): chunked evaluation, filters by result, the answer sentence, Parquet."""
+"""Querying a sweep (core.model.sweep): chunked evaluation, filters by result, the answer sentence, Parquet."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-#: The measurement columns every reader produces (units: see core.measurements.RULES).
+#: The measurement columns every reader produces (units: see core.evidence.measurements.RULES).
 CANONICAL: tuple[str, ...] = (
     "gpu",
     "num_gpus",
