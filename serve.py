@@ -27,6 +27,9 @@ if __name__ == "__main__":
     import pyarrow  # noqa: F401
 
     import core.present.figures  # noqa: F401
+    from core.model.allocator import keep_freed_memory
+
+    keep_freed_memory()  # the engine's large arrays reuse freed memory (core/model/allocator.py)
 
     PagesManager.uses_pages_directory = False
     app = str(Path(__file__).resolve().parent / "streamlit_app.py")

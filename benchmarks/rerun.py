@@ -58,6 +58,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
+    from core.model.allocator import keep_freed_memory
+
+    keep_freed_memory()  # as serve.py runs the server
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ROOFLINE_DB"] = str(Path(tmp) / "bench.duckdb")
         from streamlit.testing.v1 import AppTest

@@ -37,6 +37,7 @@ from core.catalogue.seed import CatalogueError
 from core.catalogue.specs import value_type
 from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
 from core.evidence.importers import ImportContext, ImportFileError, import_file
+from core.model.allocator import keep_freed_memory
 from core.model.ceilings import ceiling, operation_table
 from core.model.roofline import ridge_points
 from core.model.scenario import FIELDS, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
@@ -60,6 +61,7 @@ class CliError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    keep_freed_memory()  # a sweep's arrays are not faulted in afresh (core/model/allocator.py)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -157,3 +157,12 @@ def test_an_unknown_id_in_a_frame_is_named_with_the_closest_ones(cat):
     frame = pl.DataFrame({"gpu": ["h100-sxm", "h100"], "model": ["llama-3.1-8b", "llama-3.1-8b"]})
     with pytest.raises(UnknownIdError, match="unknown accelerator 'h100'; did you mean h100-sxm"):
         evaluate(cat, frame)
+
+
+def test_keep_freed_memory_sets_both_glibc_thresholds_on_linux():
+    """serve.py, the CLI and the benchmarks call it; on Linux with glibc (the app's platform) mallopt takes both values."""
+    import platform
+
+    from core.model.allocator import keep_freed_memory
+
+    assert keep_freed_memory() is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
