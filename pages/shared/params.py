@@ -31,6 +31,7 @@ from core.plan.purchase import SORT_LABELS
 from core.present.text import escape_markdown
 
 EVERY = "*"
+AUTO = "auto"  # how the compute picker shows (and a link spells) "the weights' default"
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ LINKS: tuple[Link, ...] = (
     Link("model", (EVERY,), picks="model"),
     Link("weights", (EVERY,)),
     Link("kv", (EVERY,)),
-    Link("compute", (EVERY,)),
+    Link("compute", (EVERY,), shown={None: AUTO}),
     Link("batch", (EVERY,)),
     Link("context", (EVERY,)),
     Link("prompt", (EVERY,)),

@@ -15,10 +15,8 @@ import streamlit as st
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.precisions import COMPUTE_FORMATS, FORMATS
 from core.model.scenario import bounds, default, field_type, param
-from pages.shared.params import calibration_factors, key_of, labels, scenario
+from pages.shared.params import AUTO, calibration_factors, key_of, labels, scenario
 from pages.shared.ui import keep_options
-
-AUTO = "auto"
 
 
 def scenario_input(

@@ -150,11 +150,17 @@ def test_a_calibrated_link_on_another_accelerator_opens_calibrated_in_a_new_brow
 
 
 def test_a_link_value_a_control_cannot_take_is_named_and_a_default_one_is_not(fresh_server, browser):
-    """compare?cmp_sort=<the default's label> opens quietly; cmp_sort=cheapest opens with a message naming it."""
-    for value, message in (("tokens/s total", None), ("cheapest", "link parameter cmp_sort='cheapest' is not a value this control takes")):
+    """A labelled option at its default (cmp_sort=tokens/s total, compute=auto) opens quietly; cmp_sort=cheapest opens
+    with a message naming it."""
+    compare = "compare?cmp_gpus=h100-sxm&cmp_gpus=mi300x&cmp_mode=service+target"
+    for path, message in (
+        (f"{compare}&cmp_sort=tokens/s total", None),
+        (f"{compare}&compute=auto", None),
+        (f"{compare}&cmp_sort=cheapest", "link parameter cmp_sort='cheapest' is not a value this control takes"),
+    ):
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
-        page.goto(fresh_server.url(f"compare?cmp_gpus=h100-sxm&cmp_gpus=mi300x&cmp_mode=service+target&cmp_sort={value}"))
+        page.goto(fresh_server.url(path))
         wait_ready(page)
         page.locator("[data-testid='stDataFrame']").first.wait_for()
         expect(page.get_by_role("radio", name="service target")).to_be_checked()
