@@ -284,7 +284,3 @@ class OpMatrix:
         """One model's operations as a one-row table without the padding (it broadcasts over any number of steps)."""
         width = int((self.kind[model] >= 0).sum())
         return OpMatrix(**{f.name: getattr(self, f.name)[model : model + 1, :width] for f in fields(self)})
-
-    def is_kind(self, *kinds: str) -> npt.NDArray[np.bool_]:
-        """Where the operation is one of `kinds`."""
-        return np.isin(self.kind, [KINDS.index(k) for k in kinds])

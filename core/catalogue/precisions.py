@@ -100,11 +100,6 @@ def storage_format(name: str, *, argument: str = "precision") -> Format:
     return FORMATS[key]
 
 
-def bytes_per_element(name: str) -> float:
-    """Bytes per stored element of a weight or KV format, quantisation scales included."""
-    return storage_format(name).bytes
-
-
 def compute_precision(name: str, *, argument: str = "compute precision") -> str:
     """Normalise a compute precision name to a peak column (nvfp4/mxfp4 compute at fp4)."""
     key = name.strip().lower()
@@ -126,18 +121,3 @@ def default_compute(weights: str) -> str:
     if fmt.compute in ("fp8", "fp4", "fp32"):
         return fmt.compute
     return "bf16"
-
-
-def effective_compute(requested: str, supported: dict[str, float | None]) -> tuple[str | None, str | None]:
-    """The peak column that applies and a flag when it is not the one asked for.
-
-    `supported` maps precision -> dense peak FLOP/s (None where unsupported).
-    Returns (column, flag); column is None when nothing in the chain is supported.
-    """
-    req = compute_precision(requested)
-    for candidate in FALLBACK_CHAIN[req]:
-        if supported.get(candidate):
-            if candidate == req:
-                return candidate, None
-            return candidate, f"{req} compute not native: computed at the {candidate} peak"
-    return None, f"no supported compute precision for {req}"

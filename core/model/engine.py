@@ -124,6 +124,11 @@ class Work:
     kv_write_bytes: Array
     kv_shard: Array  # how many ways tensor parallelism splits the operation's KV cache
 
+    @property
+    def total_bytes(self) -> Array:
+        """Every byte of each operation: weights, activations, KV read and written."""
+        return self.weight_bytes + self.act_bytes + self.kv_read_bytes + self.kv_write_bytes
+
     def per_gpu(self, num_gpus: Array) -> tuple[Array, Array]:
         """(FLOPs, bytes) one GPU does for each operation."""
         n = num_gpus[:, None]
@@ -329,7 +334,7 @@ def _sorted_work(ops: OpMatrix, steps: Steps) -> tuple[Array, Array, Array, dict
     flops_from = np.hstack([np.cumsum(np.take_along_axis(flops, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero])
     sums = {
         "flops": work.flops.sum(axis=1),
-        "bytes": (work.weight_bytes + work.act_bytes + work.kv_read_bytes + work.kv_write_bytes).sum(axis=1),
+        "bytes": work.total_bytes.sum(axis=1),
         "weight_bytes": work.weight_bytes.sum(axis=1),
         "kv_read_bytes": work.kv_read_bytes.sum(axis=1),
         "kv_write_bytes": work.kv_write_bytes.sum(axis=1),
@@ -371,7 +376,7 @@ def operation_costs(ops: OpMatrix, steps: Steps, bandwidth: Array, peak: Array) 
     compute_time = flops / peak[:, None]
     real = table.kind >= 0
     step_of, slot = np.nonzero(real)
-    total_bytes = work.weight_bytes + work.act_bytes + work.kv_read_bytes + work.kv_write_bytes
+    total_bytes = work.total_bytes
     memory_bound = np.isnan(compute_time) | (memory_time >= compute_time)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(total_bytes > 0, work.flops / total_bytes, np.nan)

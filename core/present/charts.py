@@ -51,15 +51,6 @@ def export_chart(chart: alt.TopLevelMixin | dict[str, Any], fmt: str, *, scale: 
     raise ValueError(f"format: expected png or svg, got {fmt!r}")
 
 
-def chart_data(chart: alt.TopLevelMixin) -> list[dict[str, Any]]:
-    """Every inline data row of a chart (for tests that check the numbers it draws)."""
-    spec = chart.to_dict()
-    rows: list[dict[str, Any]] = []
-    for dataset in spec.get("datasets", {}).values():
-        rows.extend(dataset)
-    return rows
-
-
 POINT_SHAPES = alt.Scale(
     domain=["decode matmul", "decode attention", "decode step", "prefill matmul", "prefill step"],
     range=["circle", "triangle-up", "diamond", "square", "cross"],
