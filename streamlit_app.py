@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.shared.data import catalogue
-from pages.shared.params import note_refused_values, open_link
+from pages.shared.params import hold_sidebar, note_refused_values, open_link, restore_sidebar
 from pages.shared.sidebar import scenario_sidebar, share_panel
 
 st.set_page_config(page_title="Roofline Explorer", page_icon=":material/roofing:", layout="wide")
@@ -32,7 +32,9 @@ page = st.navigation(PAGES)
 st.session_state["_page"] = page.url_path or "overview"
 cat = catalogue()
 open_link(cat, page)
+restore_sidebar(cat)
 notes = scenario_sidebar(cat)
+hold_sidebar()
 page.run()
 for message in note_refused_values(cat):
     notes.warning(message, icon=":material/link_off:")

@@ -144,6 +144,47 @@ def presenting() -> bool:
     return bool(st.session_state.get("present"))
 
 
+# -- the sidebar's scenario across a page switch ----------------------------------------
+
+#: The sidebar's link keys (drawn on every page).
+SIDEBAR_KEYS = tuple(link.key for link in LINKS if EVERY in link.pages)
+_HELD = "_sidebar_held"
+
+
+def _widget_default(key: str) -> Any:
+    field = next((name for name in FIELDS if key_of(name) == key), None)
+    return default(field) if field else False
+
+
+def hold_sidebar() -> None:
+    """After the sidebar is drawn: remember its values and the page they were drawn on."""
+    values = {key: st.session_state[key] for key in SIDEBAR_KEYS if key in st.session_state}
+    st.session_state[_HELD] = {"page": current_page(), "values": values}
+
+
+def restore_sidebar(cat: Catalogue) -> None:
+    """Before the sidebar is drawn on a page just switched to: put back what the last page's sidebar held.
+
+    A page switch clicked while the last page was still running can reach
+    Streamlit with a sidebar value dropped from the link, or reset to its
+    default (seen in CI: batch kept, model back to the default). Nothing in
+    the sidebar changes on a page switch, so a value that differs from the
+    one held, or a held value the link lacks, is set again; setting it also
+    makes Streamlit write it back into the link. Browser history navigation
+    still wins: Streamlit lets the restored link's values override these.
+    An accelerator or model deleted meanwhile is not put back.
+    """
+    held = st.session_state.get(_HELD)
+    if not held or held["page"] == current_page():
+        return
+    for key, value in held["values"].items():
+        if BY_KEY[key].picks and value not in labels(cat, BY_KEY[key].picks):
+            continue
+        lost = value != _widget_default(key) and not st.query_params.get_all(key)
+        if st.session_state.get(key) != value or lost:
+            st.session_state[key] = value
+
+
 # -- the calibrated model ------------------------------------------------------------
 
 
