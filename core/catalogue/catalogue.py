@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import json
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -73,6 +73,20 @@ class Hardware:
     compute_used: npt.NDArray[np.intp]
 
 
+#: The precisions a probe measures (core.probe.document.PRECISIONS), as profile columns peak_<p>.
+MEASURED_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+PROFILE_SCHEMA = {
+    "id": pl.Int32,
+    "accelerator_id": pl.String,
+    "device_name": pl.String,
+    "device_kind": pl.String,
+    "backend": pl.String,
+    "probed_at": pl.String,
+    "bandwidth_bytes_per_s": pl.Float64,
+    **{f"peak_{p}": pl.Float64 for p in MEASURED_PRECISIONS},
+}
+
+
 @dataclass(frozen=True)
 class Catalogue:
     """Accelerators and models as frames, with the models' records and operations."""
@@ -82,6 +96,30 @@ class Catalogue:
     records: dict[str, ModelRecord]
     ops: pl.DataFrame  # the operation tables of every model (core.catalogue.operations)
     key: str = ""  # which store and generation it was read from (caches key on it)
+    #: each accelerator's newest measured profile (core.evidence.probes): accelerator_id, bandwidth, peak_<p>
+    profiles: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROFILE_SCHEMA))
+
+    def profile(self, gpu_id: str) -> dict[str, Any] | None:
+        """The newest measured profile of an accelerator, or None."""
+        rows = self.profiles.filter(pl.col("accelerator_id") == gpu_id)
+        return rows.row(0, named=True) if rows.height else None
+
+    def measured(self) -> Catalogue:
+        """This catalogue with each profiled accelerator's measured bandwidth and peaks in place of its datasheet's.
+
+        A precision the probe did not measure keeps its datasheet peak; an
+        accelerator without a profile is unchanged. Without profiles: itself.
+        """
+        if self.profiles.is_empty():
+            return self
+        figures = ["bandwidth_bytes_per_s", *(f"peak_{p}" for p in MEASURED_PRECISIONS)]
+        prof = self.profiles.select(pl.col("accelerator_id").alias("id"), *(pl.col(c).alias(f"_m_{c}") for c in figures))
+        gpus = (
+            self.gpus.join(prof, on="id", how="left")
+            .with_columns(pl.coalesce(f"_m_{c}", c).alias(c) for c in figures)
+            .drop(f"_m_{c}" for c in figures)
+        )
+        return replace(self, gpus=gpus, key=f"{self.key}#measured")
 
     def gpu(self, gpu_id: str) -> Accelerator:
         """One accelerator; UnknownIdError with suggestions otherwise."""
@@ -167,8 +205,15 @@ class Catalogue:
         }
 
 
-def build_catalogue(gpu_rows: pl.DataFrame, model_rows: pl.DataFrame, *, key: str = "") -> Catalogue:
-    """A Catalogue from the store's accelerator and model frames."""
+def newest_profiles(rows: pl.DataFrame) -> pl.DataFrame:
+    """The newest profile of each accelerator, from the store's profiles (newest first)."""
+    if rows.is_empty():
+        return pl.DataFrame(schema=PROFILE_SCHEMA)
+    return rows.select(list(PROFILE_SCHEMA)).cast(PROFILE_SCHEMA).unique("accelerator_id", keep="first", maintain_order=True)  # type: ignore[arg-type]
+
+
+def build_catalogue(gpu_rows: pl.DataFrame, model_rows: pl.DataFrame, *, key: str = "", profiles: pl.DataFrame | None = None) -> Catalogue:
+    """A Catalogue from the store's accelerator and model frames (and measured profiles, newest first)."""
     records: dict[str, ModelRecord] = {}
     for row in model_rows.iter_rows(named=True):
         cfg = json.loads(row["config_json"])
@@ -205,7 +250,8 @@ def build_catalogue(gpu_rows: pl.DataFrame, model_rows: pl.DataFrame, *, key: st
         .join(kv.rename({"model_id": "id"}), on="id", how="left")
         .with_columns((pl.col("kv_elems_per_token") * 2.0).alias("kv_bytes_per_token_bf16"))
     )
-    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key)
+    prof = newest_profiles(profiles if profiles is not None else pl.DataFrame(schema=PROFILE_SCHEMA))
+    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key, profiles=prof)
 
 
 _CACHE: dict[tuple[str, int], Catalogue] = {}
@@ -218,7 +264,9 @@ def load_catalogue(store: Source) -> Catalogue:
     with _CACHE_LOCK:
         if key not in _CACHE:
             _CACHE.clear()
-            _CACHE[key] = build_catalogue(store.query("accelerators"), store.query("models"), key=f"{key[0]}#{key[1]}")
+            _CACHE[key] = build_catalogue(
+                store.query("accelerators"), store.query("models"), key=f"{key[0]}#{key[1]}", profiles=store.query("probe_profiles")
+            )
         return _CACHE[key]
 
 

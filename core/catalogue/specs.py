@@ -23,8 +23,8 @@ from core.catalogue.precisions import PEAK_PRECISIONS, compute_precision, storag
 
 # Plausibility bounds: anything outside them is a typo or a unit slip.
 MEMORY_BYTES_RANGE = (1e9, 2e12)  # 1 GB .. 2 TB per device
-BANDWIDTH_RANGE = (5e10, 5e13)  # 50 GB/s .. 50 TB/s
-PEAK_FLOPS_RANGE = (1e12, 5e16)  # 1 TFLOP/s .. 50 PFLOP/s
+BANDWIDTH_RANGE = (1e9, 5e13)  # 1 GB/s (a probed laptop CPU) .. 50 TB/s
+PEAK_FLOPS_RANGE = (1e10, 5e16)  # 10 GFLOP/s (a probed CPU's fp32) .. 50 PFLOP/s
 POWER_RANGE = (5.0, 3000.0)  # W
 SLUG = r"^[a-z0-9][a-z0-9.\-]*$"
 #: How a list of sources is written in one seed or store cell.

@@ -57,6 +57,10 @@ POINT_SHAPES = alt.Scale(
 )
 
 
+#: Roof kinds on the roofline and their dashes: the datasheet solid, the derated and the probe-measured dashed.
+ROOF_DASHES = {"datasheet": [1, 0], "derated": [6, 4], "measured": [2, 3]}
+
+
 def roofline_chart(
     roofs: pl.DataFrame,
     points: pl.DataFrame,
@@ -89,7 +93,7 @@ def _roofline_parts(
     points = positive(points, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS)
     x_dom = _decades([roofs["intensity"], points["intensity"]], pad=3.0)
     y_dom = _decades([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
-    kinds = tuple(k for k in ("datasheet", "derated") if k in set(roofs["roof"].to_list()))
+    kinds = tuple(k for k in ROOF_DASHES if k in set(roofs["roof"].to_list()))
     ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
         pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label")
     )
@@ -128,7 +132,7 @@ def _roofline_layers(
         "roof",
         type="nominal",
         title="Roof kind",
-        scale=alt.Scale(domain=list(kinds), range=[[1, 0], [6, 4]][: len(kinds)]),
+        scale=alt.Scale(domain=list(kinds), range=[ROOF_DASHES[k] for k in kinds]),
         legend=alt.Legend() if len(kinds) > 1 else None,
     )
     roof_layer = (

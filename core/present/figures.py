@@ -68,8 +68,32 @@ def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisio
     used = ladder[1].compute_used or "bf16"
     gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *overlay]))
     roofs = roof_lines(gpus, list(precisions) or [used], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute)
+    roofs = pl.concat([roofs, measured_roofs(cat, [sc.gpu, *overlay], list(precisions) or [used])])
     title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {cat.gpu(sc.gpu).name} · weights {sc.weights}, KV {sc.kv}"
     return RooflineView(ladder, operating_points(cat, base, SWEEP_BATCHES), roofs, title)
+
+
+def measured_roofs(cat: Catalogue, gpu_ids: Sequence[str], precisions: Sequence[str]) -> pl.DataFrame:
+    """The roofs a probe measured (kind "measured"), for the accelerators among `gpu_ids` with a profile, at the
+    precisions the probe measured; none where the measured figures are the accelerator's own (one made from a probe)."""
+    frames = []
+    for gpu in gpu_ids:
+        prof = cat.profile(gpu)
+        if prof is None:
+            continue
+        acc = cat.gpu(gpu)
+        measured = [p for p in precisions if prof.get(f"peak_{p}")]
+        if not measured or all(
+            prof["bandwidth_bytes_per_s"] == acc.bandwidth_bytes_per_s and prof[f"peak_{p}"] == getattr(acc, f"peak_{p}") for p in measured
+        ):
+            continue
+        one = cat.measured().gpus.filter(pl.col("id") == gpu)
+        frames.append(
+            roof_lines(one, measured).with_columns(
+                pl.lit("measured").alias("roof"), (pl.col("series") + pl.lit(" (measured)")).alias("series")
+            )
+        )
+    return pl.concat(frames) if frames else roof_lines(cat.gpus.head(0), list(precisions))
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,13 @@ ROOT = Path(__file__).resolve().parents[2]
 #: package -> the core packages it may import (ARCHITECTURE.md, "The packages").
 ALLOWED = {
     "catalogue": set(),
+    "probe": set(),
     "store": {"catalogue"},
     "model": {"catalogue"},
     "plan": {"catalogue", "model"},
-    "evidence": {"catalogue", "model", "store"},
+    "evidence": {"catalogue", "model", "store", "probe"},
     "present": {"catalogue", "model", "plan", "evidence"},
-    "cli": {"catalogue", "model", "evidence", "store", "plan", "present"},
+    "cli": {"catalogue", "model", "evidence", "store", "plan", "present", "probe"},
 }
 
 

@@ -1,0 +1,2 @@
+-- Delete one measured profile.
+DELETE FROM probe_profiles WHERE id = $id

@@ -1,0 +1,276 @@
+"""The probe: the NumPy backend measured against an independent NumPy timing, the method's logic by hand, the
+PyTorch backend's precision and shape rules without a GPU, and a probe file into the store and onto the roofline."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from core.catalogue.catalogue import load_catalogue
+from core.cli import main as cli_main
+from core.evidence.probes import ProbeFileError, import_probe, measured_line, parse_probe
+from core.model.ceilings import ceiling
+from core.model.scenario import Scenario
+from core.present.figures import roofline_view
+from core.probe import cli as probe_cli
+from core.probe.document import BandwidthRun, Device, Host, MatmulRun, ProbeDocument, summarise
+from core.probe.methods import plan, product_cost, run_probe, shapes, time_it
+from core.probe.numpy_backend import NumpyBackend
+from core.probe.torch_backend import pick_device, runnable, shape_refusal
+from core.store import get_store
+
+
+@pytest.fixture(scope="module")
+def quick_doc() -> ProbeDocument:
+    return run_probe(NumpyBackend(), quick=True)
+
+
+def _best_copy_bytes_per_s(nbytes: float, repeats: int = 5) -> float:
+    """A plain NumPy copy of a buffer of this size, timed here: 2 x bytes / best time."""
+    n = int(nbytes // 8)
+    src, dst = np.ones(n), np.zeros(n)
+    np.copyto(dst, src)
+    best = min(_timed(lambda: np.copyto(dst, src)) for _ in range(repeats))
+    return 2 * n * 8 / best
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def test_numpy_bandwidth_agrees_with_a_plain_numpy_copy_of_the_same_buffer(quick_doc):
+    copy = next(r for r in quick_doc.bandwidth if r.method == "copy")
+    independent = _best_copy_bytes_per_s(copy.buffer_bytes)
+    assert 0.5 < copy.bytes_per_s / independent < 2.0, (copy.bytes_per_s, independent)
+    # the buffer is at least 8 x the last-level cache (when the machine says how large that is)
+    if quick_doc.device.last_level_cache_bytes:
+        assert copy.buffer_bytes >= 8 * quick_doc.device.last_level_cache_bytes * 0.999
+    assert copy.bytes_moved == pytest.approx(2 * copy.buffer_bytes)
+    add = next(r for r in quick_doc.bandwidth if r.method == "add")
+    assert add.bytes_moved == pytest.approx(3 * add.buffer_bytes)
+
+
+def test_numpy_fp32_peak_agrees_with_a_plain_matmul(quick_doc):
+    run = max((r for r in quick_doc.matmul if r.shape == "square"), key=lambda r: r.flops_per_s)
+    a = np.ones((run.m, run.k), dtype=np.float32)
+    b = np.ones((run.k, run.n), dtype=np.float32)
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(5))
+    assert 0.5 < run.flops_per_s / (2 * run.m * run.n * run.k / best) < 2.0
+    assert quick_doc.summary.peak_flops == {"fp32": run.flops_per_s}
+
+
+def test_the_document_records_method_spread_and_what_was_skipped(quick_doc):
+    doc = ProbeDocument.model_validate_json(quick_doc.to_json())
+    assert doc.device.kind == "cpu" and doc.device.backend == "numpy"
+    assert {r.shape for r in doc.matmul} == {"square", "decode", "prefill"}
+    for r in [*doc.bandwidth, *doc.matmul]:
+        assert len(r.times_s) == r.repeats and r.best_s == min(r.times_s) and r.spread >= 0
+    assert {"bf16 matmul", "fp16 matmul", "int8 matmul"} <= {s.what for s in doc.skipped}
+    assert json.loads(doc.to_json())["schema"] == "roofline-explorer/probe"
+
+
+# -- the method, by hand -----------------------------------------------------------------
+
+
+def test_buffers_are_multiples_of_the_cache_capped_by_memory():
+    p = plan("cuda", cache_bytes=50e6, memory_bytes=141e9)
+    assert p.buffer_bytes == (400e6, 800e6, 1600e6)
+    small = plan("cpu", cache_bytes=32 * 2**20, memory_bytes=1.2e9, quick=True)
+    assert small.buffer_bytes == (1.2e9 / 12,)  # 8 x 33.5 MB would not fit three times in a quarter of 1.2 GB
+    assert small.repeats == 3 and plan("cpu", cache_bytes=None, memory_bytes=None).buffer_bytes[0] == 8 * 64e6
+
+
+def test_shapes_cover_the_roof_decode_and_prefill():
+    p = plan("cuda", cache_bytes=50e6, memory_bytes=141e9)
+    got = shapes(p)
+    assert ("square", 8192, 8192, 8192) in got
+    assert [m for s, m, _, _ in got if s == "decode"] == [1, 8, 16, 32, 64]
+    assert ("prefill", 2048, 8192, 8192) in got
+
+
+def test_product_cost_by_hand():
+    flops, nbytes = product_cost("fp8", 16, 8192, 8192)
+    assert flops == 2 * 16 * 8192 * 8192
+    assert nbytes == (16 * 8192 + 8192 * 8192) * 1 + 16 * 8192 * 2  # fp8 in, bf16 out
+    assert product_cost("int8", 32, 64, 64)[1] == (32 * 64 + 64 * 64) + 32 * 64 * 4
+
+
+def test_timing_calls_enough_per_sample_and_keeps_the_best():
+    now = [0.0]
+    durations = iter([0.004] * 2 + [0.004, 0.005, 0.004] * 1 + [0.006] * 3 + [0.004] * 3)
+
+    def fn() -> None:
+        now[0] += next(durations)
+
+    t = time_it(fn, lambda: None, repeats=3, min_sample_s=0.01, clock=lambda: now[0])
+    # warm-up, one timed call (4 ms), then 3 calls per sample (ceil(10 / 4))
+    assert t.times_s == pytest.approx([0.013 / 3, 0.006, 0.004])
+    assert t.best_s == pytest.approx(0.004) and t.median_s == pytest.approx(0.013 / 3)
+
+
+# -- the PyTorch backend's rules (no GPU needed) -------------------------------------------
+
+
+def test_precisions_per_device():
+    hopper, _ = runnable("cuda", (9, 0), scaled_mm=True, int_mm=True)
+    assert hopper == ["fp32", "tf32", "bf16", "fp16", "fp8", "int8"]
+    ampere, skipped = runnable("cuda", (8, 0), scaled_mm=True, int_mm=True)
+    assert "fp8" not in ampere and "tf32" in ampere and any(s.what == "fp8 matmul" for s in skipped)
+    assert runnable("cuda", (7, 5), scaled_mm=True, int_mm=True)[0] == ["fp32", "bf16", "fp16", "int8"]
+    mps, skipped = runnable("mps", None, scaled_mm=True, int_mm=True)
+    assert mps == ["fp32", "bf16", "fp16"] and {"tf32 matmul", "fp8 matmul", "int8 matmul"} <= {s.what for s in skipped}
+    assert runnable("rocm", None, scaled_mm=True, int_mm=True)[0] == ["fp32", "bf16", "fp16", "fp8"]
+    assert runnable("cpu", None, scaled_mm=False, int_mm=False)[0] == ["fp32", "bf16"]
+
+
+def test_shapes_the_fp8_and_int8_kernels_refuse():
+    assert shape_refusal("fp8", 1, 8192, 8192) and shape_refusal("fp8", 8, 8192, 8192)
+    assert shape_refusal("fp8", 16, 8192, 8192) is None
+    assert shape_refusal("int8", 16, 8192, 8192) and shape_refusal("int8", 32, 8192, 8192) is None
+    assert shape_refusal("bf16", 1, 8192, 8192) is None
+
+
+def test_device_choice():
+    def fake(gpu: bool, hip: str | None, mps: bool) -> SimpleNamespace:
+        return SimpleNamespace(
+            cuda=SimpleNamespace(is_available=lambda: gpu),
+            version=SimpleNamespace(hip=hip),
+            backends=SimpleNamespace(mps=SimpleNamespace(is_available=lambda: mps)),
+        )
+
+    assert pick_device("auto", fake(True, None, False)) == "cuda"
+    assert pick_device("auto", fake(True, "6.2", False)) == "rocm"
+    assert pick_device("auto", fake(False, None, True)) == "mps"
+    assert pick_device("auto", fake(False, None, False)) == "cpu"
+    with pytest.raises(RuntimeError, match="no cuda device"):
+        pick_device("cuda", fake(False, None, True))
+
+
+# -- into the store and onto the roofline ---------------------------------------------------
+
+
+def _doc(bandwidth: float, peaks: dict[str, float], name: str = "NVIDIA H100 80GB HBM3") -> ProbeDocument:
+    """A probe document with one run per figure (the figures a test chooses)."""
+    bw = [
+        BandwidthRun(
+            method="copy",
+            buffer_bytes=4e8,
+            bytes_moved=8e8,
+            bytes_per_s=bandwidth,
+            repeats=1,
+            best_s=8e8 / bandwidth,
+            median_s=8e8 / bandwidth,
+            times_s=[8e8 / bandwidth],
+        )
+    ]
+    mm = []
+    for prec, flops_per_s in peaks.items():
+        flops, nbytes = product_cost(prec, 8192, 8192, 8192)
+        mm.append(
+            MatmulRun(
+                precision=prec,
+                shape="square",
+                m=8192,
+                n=8192,
+                k=8192,
+                flops=flops,
+                bytes=nbytes,
+                flops_per_s=flops_per_s,
+                repeats=1,
+                best_s=flops / flops_per_s,
+                median_s=flops / flops_per_s,
+                times_s=[flops / flops_per_s],
+            )
+        )
+    return ProbeDocument(
+        created_at="2026-12-01T12:00:00+00:00",
+        device=Device(name=name, kind="cuda", backend="torch", memory_bytes=80e9),
+        host=Host(platform="test", python="3.11"),
+        bandwidth=bw,
+        matmul=mm,
+        summary=summarise(bw, mm),
+    )
+
+
+def test_a_probe_of_an_h100_halves_its_ceilings_when_it_measured_half(tmp_path):
+    store = get_store(tmp_path / "s.duckdb")
+    cat = load_catalogue(store)
+    acc = cat.gpu("h100-sxm")
+    doc = _doc(acc.bandwidth_bytes_per_s / 2, {"bf16": acc.peak_bf16 / 2})
+    done = import_probe(store, doc.to_json().encode(), "h100.json")
+    assert (done.accelerator_id, done.created) == ("h100-sxm", False)  # matched by the name nvidia-smi prints
+    cat = load_catalogue(store)
+    assert cat.gpu("h100-sxm").bandwidth_bytes_per_s == acc.bandwidth_bytes_per_s  # the datasheet is kept
+    assert measured_line(cat, "h100-sxm") == "measured (2026-12-01): 50% of datasheet bandwidth, 50% of bf16 peak"
+    sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=64)
+    sheet, measured = ceiling(cat, sc), ceiling(cat.measured(), sc)
+    # every term of a step is bytes / B or FLOPs / P: halving both doubles the step
+    assert measured.tokens_per_s_total == pytest.approx(sheet.tokens_per_s_total / 2, rel=1e-9)
+    roofs = roofline_view(cat, sc, (), ()).roofs
+    assert set(roofs["roof"]) == {"datasheet", "measured"}
+    ridge = roofs.filter((roofs["roof"] == "measured") & (roofs["point"] == "ridge"))
+    assert ridge["bandwidth_bytes_per_s"][0] == pytest.approx(acc.bandwidth_bytes_per_s / 2)
+    with pytest.raises(ProbeFileError, match="already imported"):
+        import_probe(store, doc.to_json().encode(), "again.json")
+    store.close()
+
+
+def test_this_machine_becomes_a_custom_accelerator_through_the_cli(tmp_path, capsys):
+    db, out = tmp_path / "s.duckdb", tmp_path / "probe.json"
+    assert cli_main(["probe", "--device", "cpu", "--quick", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli_main(["import-probe", str(out), "--db", str(db), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["created_accelerator"] and got["accelerator"].endswith("-probed")
+    store = get_store(db)
+    acc = load_catalogue(store).gpu(got["accelerator"])
+    doc = parse_probe(out.read_bytes())
+    assert acc.bandwidth_bytes_per_s == pytest.approx(doc.summary.bandwidth_bytes_per_s)
+    assert acc.peak_fp32 == pytest.approx(doc.summary.peak_flops["fp32"]) and acc.peak_bf16 is None
+    # and the roofline of a scenario on it computes (bf16 weights fall back to the fp32 roof)
+    assert ceiling(load_catalogue(store), Scenario(gpu=acc.id, model="llama-3.1-8b")).tokens_per_s_total > 0
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"not json", "not JSON"),
+        (b'{"schema": "something-else"}', "not a probe document"),
+        (b'{"schema": "roofline-explorer/probe", "version": 2}', "version 2"),
+        (b'{"schema": "roofline-explorer/probe", "version": 1, "created_at": "x"}', "field device"),
+    ],
+)
+def test_a_bad_probe_file_is_named_and_nothing_is_written(tmp_path, text, message):
+    store = get_store(tmp_path / "s.duckdb")
+    with pytest.raises(ProbeFileError, match=message):
+        import_probe(store, text, "bad.json")
+    assert store.query("probe_profiles").is_empty() and not load_catalogue(store).gpus["custom"].any()
+    store.close()
+
+
+def test_a_summary_that_disagrees_with_its_runs_is_refused():
+    doc = json.loads(_doc(3e12, {"bf16": 8e14}).to_json())
+    doc["summary"]["bandwidth_bytes_per_s"] = 4e12
+    with pytest.raises(ProbeFileError, match="summary"):
+        parse_probe(json.dumps(doc).encode())
+
+
+def test_probe_says_what_it_cannot_measure_without_pytorch(capsys, monkeypatch):
+    monkeypatch.setattr(probe_cli, "available", lambda: False)  # as on a machine without PyTorch (CI)
+    assert cli_main(["probe", "--device", "cuda"]) == 2
+    assert "PyTorch is not installed" in capsys.readouterr().err
+
+
+def test_readme_shows_the_two_command_demo():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "python -m core.probe --device cpu --out probe.json" in readme
+    assert "python -m core.cli import-probe probe.json" in readme
