@@ -8,6 +8,9 @@
     roofline sweep [--gpu ID ...] [--model ID ...] --out FILE.parquet|FILE.csv
     roofline report --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --out report.html
     roofline import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
+    roofline probe [--device auto|cuda|rocm|mps|cpu] [--quick] [--out FILE] [--json]
+    roofline import-probe FILE [--gpu ID] --json
+    roofline bench-command --tool vllm --gpu ID --model ID --batch B --input-tokens I --output-tokens O [--num-gpus N] --json
 
 Every command takes --db PATH (default: ROOFLINE_DB or data/roofline.duckdb).
 The scenario options of `ceiling`, `report` and `sweep` are the fields of
@@ -35,13 +38,18 @@ from core.catalogue.operations import summary
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision
 from core.catalogue.seed import CatalogueError
 from core.catalogue.specs import value_type
+from core.evidence.bench_commands import TOOLS as BENCH_TOOLS
+from core.evidence.bench_commands import bench_command
 from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
 from core.evidence.importers import ImportContext, ImportFileError, import_file
+from core.evidence.matching import NoMatchError
+from core.evidence.probes import ProbeFileError, import_probe, measured_vs_datasheet
 from core.model.allocator import keep_freed_memory
 from core.model.ceilings import ceiling, operation_table
 from core.model.roofline import ridge_points
 from core.model.scenario import FIELDS, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
 from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
+from core.probe import cli as probe_cli
 from core.store.paths import StoreError
 from core.store.store import get_store
 
@@ -66,7 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.func(args)
-    except (CliError, UnknownIdError, CatalogueError, ConfigError, UnknownPrecisionError, StoreError, ImportFileError) as exc:
+    except (
+        CliError,
+        UnknownIdError,
+        CatalogueError,
+        ConfigError,
+        UnknownPrecisionError,
+        StoreError,
+        ImportFileError,
+        ProbeFileError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except ScenarioError as exc:
@@ -130,6 +147,22 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--map", action="append", default=[], metavar="COLUMN=HEADER", help="generic CSV: read COLUMN from HEADER")
     imp.add_argument("--name", help="dataset name (default: the file name)")
     imp.set_defaults(func=cmd_import)
+
+    pr = sub.add_parser("probe", help="measure this machine's memory bandwidth and matmul throughput (python -m core.probe)")
+    probe_cli.add_arguments(pr)
+    pr.set_defaults(func=cmd_probe)
+
+    ip = sub.add_parser("import-probe", parents=[common], help="store a probe document as a measured profile of an accelerator")
+    ip.add_argument("file", help="the probe's JSON (python -m core.probe --out FILE)")
+    ip.add_argument("--gpu", help="the catalogue accelerator it measured (default: matched by the device's name, else a new one)")
+    ip.set_defaults(func=cmd_import_probe)
+
+    bc = sub.add_parser("bench-command", parents=[common], help="the benchmark command that measures a scenario")
+    bc.add_argument("--tool", required=True, choices=list(BENCH_TOOLS), help="benchmark tool")
+    add_cli_arguments(bc, only=("gpu", "num_gpus", "model", "weights", "kv", "batch"))
+    bc.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
+    bc.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
+    bc.set_defaults(func=cmd_bench_command)
     return p
 
 
@@ -279,6 +312,61 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     return {"dataset_id": result.dataset_id, "name": result.name, "format": result.format, "rows": result.rows, "notes": result.notes}
+
+
+def cmd_probe(args: argparse.Namespace) -> None:
+    try:
+        backend = probe_cli.backend_for(args.device)
+    except RuntimeError as exc:
+        raise CliError(str(exc)) from None
+    probe_cli.measure(args, backend)
+
+
+def cmd_import_probe(args: argparse.Namespace) -> dict[str, Any]:
+    path = Path(args.file)
+    if not path.is_file():
+        raise CliError(f"FILE: no file at {path}")
+    store = get_store(args.db)
+    try:
+        done = import_probe(store, path.read_bytes(), path.name, gpu=args.gpu)
+    except NoMatchError as exc:
+        raise CliError(f"--gpu: {exc}") from None
+    table = measured_vs_datasheet(load_catalogue(store), done.accelerator_id)
+    return {
+        "profile_id": done.profile_id,
+        "accelerator": done.accelerator_id,
+        "created_accelerator": done.created,
+        "device": done.document.device.name,
+        "figures": table.to_dicts(),
+    }
+
+
+def cmd_bench_command(args: argparse.Namespace) -> dict[str, Any]:
+    sc = from_cli(args, only=("gpu", "num_gpus", "model", "weights", "kv", "batch"))
+    for name in ("input_tokens", "output_tokens"):
+        if getattr(args, name) < 1:
+            raise CliError(f"--{name.replace('_', '-')}: must be at least 1, got {getattr(args, name)}")
+    cmd = bench_command(
+        args.tool,
+        _catalogue(args),
+        gpu=sc.gpu,
+        num_gpus=sc.num_gpus,
+        model=sc.model,
+        weights=sc.weights,
+        kv=sc.kv,
+        batch=sc.batch,
+        input_tokens=args.input_tokens,
+        output_tokens=args.output_tokens,
+    )
+    return {
+        "tool": cmd.tool,
+        "command": cmd.command,
+        "result_file": cmd.result_file,
+        "import_command": cmd.import_command,
+        "notes": list(cmd.notes),
+        "options_from": cmd.source,
+        "options_url": cmd.url,
+    }
 
 
 def _clean(value: Any) -> Any:

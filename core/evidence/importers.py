@@ -21,6 +21,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalogue.catalogue import load_catalogue
+from core.evidence.bench_commands import read_tag
 from core.evidence.formats import Extract, FormatError
 from core.evidence.formats.generic import MissingColumnsError, header_of
 from core.evidence.formats.registry import BY_NAME, Input, detect_csv, detect_json
@@ -143,6 +144,10 @@ def parse_file(
 ) -> Parsed:
     """Decode, detect, read and validate a file (nothing written)."""
     ctx = (context or ImportContext()).model_dump()
+    named = read_tag(file_name)  # a benchmark command's file name carries its scenario (core.evidence.bench_commands)
+    for key, value in named.items():
+        if ctx.get(key) is None:
+            ctx[key] = int(value) if key == "num_gpus" and value.isdigit() else value
     if progress:
         progress(0.05, "reading the file")
     if fmt is not None and fmt not in BY_NAME:

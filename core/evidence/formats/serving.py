@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.evidence.formats import Extract, FormatError, dig, from_records, ratio, require, rounded
+from core.evidence.bench_commands import read_tag
+from core.evidence.formats import Extract, FormatError, Getter, dig, from_records, ratio, require, rounded
 
 MS = 1e-3
 
@@ -21,7 +22,12 @@ def vllm_serve(records: list[dict[str, Any]], fmt: str = "vllm-serve") -> Extrac
         if r.get("max_concurrency") is None:
             notes.append(f"record {i}: no max_concurrency (request rate {r.get('request_rate')}): batch taken as num_prompts")
     spec = {
-        "model": ("model_id", lambda r: r.get("model_id")),
+        # `--metadata KEY=VALUE` lands as top-level keys (vllm/benchmarks/serve.py); the bench command writes these
+        "gpu": ("gpu (--metadata)", lambda r: r.get("gpu")),
+        "num_gpus": ("num_gpus (--metadata)", lambda r: r.get("num_gpus")),
+        "weights": ("weights (--metadata)", lambda r: r.get("weights")),
+        "kv": ("kv (--metadata)", lambda r: r.get("kv")),
+        "model": ("model (--metadata) or model_id", lambda r: r.get("model") or r.get("model_id")),
         "phase": ("(serving run)", lambda r: "mixed"),
         "batch": ("max_concurrency", lambda r: r["max_concurrency"] if r.get("max_concurrency") is not None else r.get("num_prompts")),
         "input_tokens": ("total_input_tokens / completed", lambda r: rounded(ratio(r["total_input_tokens"], r["completed"]))),
@@ -75,8 +81,15 @@ def sglang_serving(records: list[dict[str, Any]]) -> Extract:
         c = r.get("concurrency")
         return round(c) if isinstance(c, int | float) and not isinstance(c, bool) and c >= 0.5 else c
 
+    def tagged(key: str) -> Getter:  # `--tag rl+gpu=...+num_gpus=...` (core.evidence.bench_commands)
+        return lambda r: read_tag(r.get("tag")).get(key)
+
     spec = {
-        "model": ("model_id", lambda r: r.get("model_id") or r.get("model")),
+        "gpu": ("tag", tagged("gpu")),
+        "num_gpus": ("tag", tagged("num_gpus")),
+        "weights": ("tag", tagged("weights")),
+        "kv": ("tag", tagged("kv")),
+        "model": ("tag or model_id", lambda r: read_tag(r.get("tag")).get("model") or r.get("model_id") or r.get("model")),
         "phase": ("(serving run)", lambda r: "mixed"),
         "batch": ("max_concurrency", batch),
         "input_tokens": ("total_input_tokens / completed", lambda r: rounded(ratio(r["total_input_tokens"], r["completed"]))),
@@ -148,6 +161,7 @@ def trtllm_bench(records: list[dict[str, Any]]) -> Extract:
         return max(1, round(c)) if isinstance(c, int | float) and not isinstance(c, bool) and c > 0 else c
 
     spec = {
+        "gpu": ("machine.name", lambda r: dig(r, "machine", "name")),
         "model": ("engine.model", lambda r: dig(r, "engine", "model")),
         "num_gpus": ("world_info.world_size", lambda r: dig(r, "world_info", "world_size")),
         "weights": ("engine.quantization", weights),
