@@ -84,6 +84,16 @@ PROFILE_SCHEMA = {
     "probed_at": pl.String,
     "bandwidth_bytes_per_s": pl.Float64,
     **{f"peak_{p}": pl.Float64 for p in MEASURED_PRECISIONS},
+    "document_json": pl.String,  # the whole probe document (core.probe.document)
+}
+PRODUCT_SCHEMA = {
+    "precision": pl.String,
+    "shape": pl.String,
+    "m": pl.Int64,
+    "n": pl.Int64,
+    "k": pl.Int64,
+    "intensity": pl.Float64,
+    "flops_per_s": pl.Float64,
 }
 
 
@@ -103,6 +113,25 @@ class Catalogue:
         """The newest measured profile of an accelerator, or None."""
         rows = self.profiles.filter(pl.col("accelerator_id") == gpu_id)
         return rows.row(0, named=True) if rows.height else None
+
+    def probe_products(self, gpu_id: str) -> pl.DataFrame:
+        """The matmul runs of an accelerator's newest probe: precision, shape (square, decode, prefill), m, n, k, the
+        product's intensity (FLOPs over operand bytes) and the FLOP/s it reached (empty without a profile)."""
+        prof = self.profile(gpu_id)
+        runs = json.loads(prof["document_json"]).get("matmul", []) if prof and prof.get("document_json") else []
+        rows = [
+            {
+                "precision": r["precision"],
+                "shape": r["shape"],
+                "m": r["m"],
+                "n": r["n"],
+                "k": r["k"],
+                "intensity": r["flops"] / r["bytes"],
+                "flops_per_s": r["flops_per_s"],
+            }
+            for r in runs
+        ]
+        return pl.DataFrame(rows, schema=PRODUCT_SCHEMA)
 
     def measured(self) -> Catalogue:
         """This catalogue with each profiled accelerator's measured bandwidth and peaks in place of its datasheet's.

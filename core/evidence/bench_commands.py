@@ -235,11 +235,13 @@ def bench_command(
             ("-m", f"{model}-{weights}.gguf"),
             ("-p", input_tokens),
             ("-n", output_tokens),
-            ("-d", max(input_tokens, 0)),
             ("-ngl", 99),
             ("-o", "jsonl"),
         ]
-        notes.append("llama-bench runs one sequence (batch 1); -p times the prompt, -n the generation, -d fills the context first")
+        notes.append(
+            "llama-bench runs one sequence (batch 1): -p times the prompt's prefill, -n the generation, whose context averages "
+            "the prompt plus half the output as with the serving tools"
+        )
         notes.append("point -m at your GGUF file; the output goes to stdout, so the command ends with > " + result)
         return BenchCommand(
             tool,

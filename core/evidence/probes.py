@@ -83,9 +83,17 @@ def accelerator_from_probe(doc: ProbeDocument, cat: Catalogue) -> Accelerator:
         memory_bytes=doc.device.memory_bytes,
         bandwidth_bytes_per_s=doc.summary.bandwidth_bytes_per_s,
         **peaks,
-        notes=f"made from a probe of {doc.created_at} ({doc.device.backend}): every figure is measured, none is a datasheet's",
+        notes=f"{PROBED_NOTE} {doc.created_at} ({doc.device.backend}): every figure is measured, none is a datasheet's",
         custom=True,
     )
+
+
+PROBED_NOTE = "made from a probe of"
+
+
+def made_from_probe(acc: Accelerator) -> bool:
+    """Whether an accelerator is one import_probe made (its figures are a probe's, not a datasheet's)."""
+    return acc.custom and acc.notes.startswith(PROBED_NOTE)
 
 
 def target(doc: ProbeDocument, cat: Catalogue, gpu: str | None) -> str | None:
@@ -174,6 +182,9 @@ def measured_line(cat: Catalogue, gpu_id: str) -> str | None:
     table = measured_vs_datasheet(cat, gpu_id)
     if table.is_empty():
         return None
+    if made_from_probe(cat.gpu(gpu_id)):
+        when = str((cat.profile(gpu_id) or {}).get("probed_at", ""))[:10]
+        return f"every figure is its probe's ({when}), not a datasheet's"
     parts = []
     for fig, ratio in zip(table["figure"], table["ratio"], strict=True):
         if ratio is None:

@@ -69,14 +69,40 @@ def roofline_chart(
     title: str = "",
     width: int = 760,
     height: int = 440,
+    products: pl.DataFrame | None = None,
 ) -> alt.LayerChart:
     """Log-log roofline: roofs per accelerator and precision, ridges labelled, operating points.
 
     `roofs` comes from core.model.roofline.roof_lines, `points` and `paths` from
-    core.model.roofline.operating_points (points: one batch; paths: every batch).
+    core.model.roofline.operating_points (points: one batch; paths: every batch);
+    `products`, the probe's timed matmuls (core.present.figures.probe_products),
+    are drawn as hollow squares where they reached.
     """
     layout, datasets = _roofline_parts(roofs, points, paths)
-    return _roofline_layers(*layout, width=width, height=height).properties(title=title, datasets=datasets)
+    chart = _roofline_layers(*layout, width=width, height=height)
+    if products is not None and products.height:
+        datasets["products"] = positive(products, "intensity", "attainable_flops").to_dicts()
+        x_dom, y_dom = layout[0], layout[1]
+        x = alt.X("intensity", type="quantitative", scale=alt.Scale(type="log", domain=list(x_dom)))
+        y = alt.Y("attainable_flops", type="quantitative", scale=alt.Scale(type="log", domain=list(y_dom)))
+        chart.layer.append(
+            alt.Chart(alt.NamedData(name="products"))
+            .mark_point(shape="square", filled=False, size=70, strokeWidth=1.5, color="#333333", clip=True)
+            .encode(
+                x=x,
+                y=y,
+                tooltip=[
+                    alt.Tooltip("series", type="nominal", title="Probe"),
+                    alt.Tooltip("shape", type="nominal", title="Product"),
+                    alt.Tooltip("m", type="quantitative", title="m (rows)"),
+                    alt.Tooltip("n", type="quantitative", title="n"),
+                    alt.Tooltip("k", type="quantitative", title="k"),
+                    alt.Tooltip("intensity", type="quantitative", format=",.1f", title="Intensity (FLOP/byte)"),
+                    alt.Tooltip("attainable_flops", type="quantitative", format=".3s", title="Reached (FLOP/s)"),
+                ],
+            )
+        )
+    return chart.properties(title=title, datasets=datasets)
 
 
 ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch")
@@ -95,7 +121,11 @@ def _roofline_parts(
     y_dom = _decades([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
     kinds = tuple(k for k in ROOF_DASHES if k in set(roofs["roof"].to_list()))
     ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
-        pl.format("ridge {}", pl.col("ridge").round(0).cast(pl.Int64)).alias("label")
+        pl.format(
+            "{}ridge {}",
+            pl.when(pl.col("roof") == "datasheet").then(pl.lit("")).otherwise(pl.col("roof") + pl.lit(" ")),
+            pl.col("ridge").round(0).cast(pl.Int64),
+        ).alias("label")
     )
     labelled = points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"]))
     # named datasets as plain rows: Altair neither converts nor hashes them (a rerun stays quick)
@@ -166,7 +196,15 @@ def _roofline_layers(
     )
     ridge_text = (
         alt.Chart(alt.NamedData(name="ridges"))
+        .transform_filter(alt.datum.roof == "datasheet")
         .mark_text(align="left", dx=6, dy=12, fontSize=12, fontWeight="bold")
+        .encode(x=x, y=y, text=alt.Text("label", type="nominal"))
+    )
+    # a derated or measured ridge sits at or near the datasheet's: its label goes one line lower, naming its kind
+    other_ridge_text = (
+        alt.Chart(alt.NamedData(name="ridges"))
+        .transform_filter(alt.datum.roof != "datasheet")
+        .mark_text(align="left", dx=6, dy=27, fontSize=11, fontStyle="italic")
         .encode(x=x, y=y, text=alt.Text("label", type="nominal"))
     )
     tips = [
@@ -185,7 +223,7 @@ def _roofline_layers(
             .mark_line(strokeWidth=1, opacity=0.45, color="grey", point=alt.OverlayMarkDef(size=12, color="grey"))
             .encode(x=x, y=y, detail=alt.Detail("point", type="nominal"), order=alt.Order("batch", type="quantitative"), tooltip=tips)
         )
-    layers += [ridge_dots, ridge_text]
+    layers += [ridge_dots, ridge_text, other_ridge_text]
     layers.append(
         alt.Chart(alt.NamedData(name="points"))
         .mark_point(filled=True, size=180, stroke="black", strokeWidth=1)

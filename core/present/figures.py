@@ -56,6 +56,7 @@ class RooflineView:
     paths: pl.DataFrame  # the operating points at every batch of the sweep (core.model.roofline.operating_points)
     roofs: pl.DataFrame
     title: str
+    products: pl.DataFrame | None = None  # the probe's matmul runs (probe_products), drawn as measured points
 
 
 def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisions: Sequence[str]) -> RooflineView:
@@ -69,8 +70,9 @@ def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisio
     gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *overlay]))
     roofs = roof_lines(gpus, list(precisions) or [used], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute)
     roofs = pl.concat([roofs, measured_roofs(cat, [sc.gpu, *overlay], list(precisions) or [used])])
+    products = probe_products(cat, [sc.gpu, *overlay], list(precisions) or [used])
     title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {cat.gpu(sc.gpu).name} · weights {sc.weights}, KV {sc.kv}"
-    return RooflineView(ladder, operating_points(cat, base, SWEEP_BATCHES), roofs, title)
+    return RooflineView(ladder, operating_points(cat, base, SWEEP_BATCHES), roofs, title, products)
 
 
 def measured_roofs(cat: Catalogue, gpu_ids: Sequence[str], precisions: Sequence[str]) -> pl.DataFrame:
@@ -96,6 +98,22 @@ def measured_roofs(cat: Catalogue, gpu_ids: Sequence[str], precisions: Sequence[
     return pl.concat(frames) if frames else roof_lines(cat.gpus.head(0), list(precisions))
 
 
+def probe_products(cat: Catalogue, gpu_ids: Sequence[str], precisions: Sequence[str]) -> pl.DataFrame:
+    """The products a probe timed on the accelerators among `gpu_ids`, at `precisions`: where real shapes (decode
+    m = 1..64, prefill, square) sit under the roofs. Columns: series, shape, m, n, k, intensity, attainable_flops."""
+    frames = [
+        cat.probe_products(g)
+        .filter(pl.col("precision").is_in(list(precisions)))
+        .with_columns(pl.format("{} · {} (probe)", pl.lit(cat.gpu(g).name), pl.col("precision")).alias("series"))
+        for g in gpu_ids
+        if cat.profile(g) is not None
+    ]
+    cols = ["series", "shape", "m", "n", "k", "intensity", pl.col("flops_per_s").alias("attainable_flops")]
+    if not frames:
+        return cat.probe_products("").with_columns(pl.lit("").alias("series")).select(cols)
+    return pl.concat(frames).select(cols)
+
+
 @dataclass(frozen=True)
 class RooflineAt:
     """The roofline at one batch: the ceiling, the operating points, the chart, its reading, the decode step's operations."""
@@ -114,7 +132,9 @@ def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool =
     else:
         result, points = ceiling(cat, sc), operating_points(cat, sc)
     width, height = ROOFLINE_SIZES[big]
-    chart = roofline_chart(view.roofs, points, view.paths, title=f"{view.title} · batch {sc.batch}", width=width, height=height)
+    chart = roofline_chart(
+        view.roofs, points, view.paths, title=f"{view.title} · batch {sc.batch}", width=width, height=height, products=view.products
+    )
     table = operations_display(operation_table(cat, sc)) if operations else None
     return RooflineAt(result, points, chart.to_dict(validate=False), plain_reading(points, result), table)
 

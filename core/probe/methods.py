@@ -181,7 +181,12 @@ def run_probe(backend: Backend, *, quick: bool = False, progress: Callable[[str]
                 continue
             kernel = made
             progress(f"matmul: {precision} {shape} {m} x {n} x {k}")
-            t = time_it(kernel, backend.sync, repeats=p.repeats, min_sample_s=p.min_sample_s)
+            try:
+                t = time_it(kernel, backend.sync, repeats=p.repeats, min_sample_s=p.min_sample_s)
+            except (RuntimeError, MemoryError, TypeError, ValueError) as exc:  # a kernel this device's build refuses
+                skipped.append(Skipped(what=f"{precision} {shape} matmul m={m} n={n} k={k}", why=f"the kernel failed: {exc}"[:300]))
+                backend.release()
+                continue
             flops, nbytes = product_cost(precision, m, n, k)
             matmul.append(
                 MatmulRun(

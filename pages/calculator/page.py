@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
+from core.evidence.bench_commands import TOOLS, bench_command, lengths_for
 from core.model.scenario import Scenario
 from core.plan.planning import default_draft_model
 from core.present.figures import CalculatorView, calculator_view
@@ -93,3 +94,29 @@ st.subheader("What if: the three moves")
 st.caption("The same scenario with one lever applied at a time; × columns are the lever's figure over the current one.")
 st.dataframe(fig.what_ifs, hide_index=True, key="calc_whatif", column_config=number_columns(fig.what_ifs))
 table_download(fig.what_ifs, "what-ifs")
+
+st.subheader("Measure it", help="The exact benchmark command for this scenario; its result imports back with no questions.")
+lens = lengths_for(sc.prompt, sc.context)
+st.caption(
+    f"Concurrency {sc.batch} (the batch), {lens.input_tokens:,} input and {lens.output_tokens:,} output tokens per request: {lens.note}. "
+    "The result file carries the accelerator, GPU count, model and formats: import it on Measured vs predicted or with the command shown."
+)
+tabs = st.tabs([TOOLS[t]["title"].split(":")[0] for t in TOOLS])
+for tab, tool in zip(tabs, TOOLS, strict=True):
+    cmd = bench_command(
+        tool,
+        cat,
+        gpu=sc.gpu,
+        num_gpus=sc.num_gpus,
+        model=sc.model,
+        weights=sc.weights,
+        kv=sc.kv,
+        batch=sc.batch,
+        input_tokens=lens.input_tokens,
+        output_tokens=lens.output_tokens,
+    )
+    tab.code(cmd.command, language="bash")
+    tab.code(cmd.import_command, language="bash")
+    for note in cmd.notes:
+        tab.caption(escape_markdown(note))
+    tab.caption(f"Options from {escape_markdown(cmd.source)} · [source]({cmd.url})")

@@ -11,8 +11,10 @@ from core.catalogue.catalogue import add_custom_accelerator, add_custom_model, d
 from core.catalogue.model_config import ConfigError, slugify
 from core.catalogue.seed import CatalogueError, accelerator_from_row, field_type
 from core.catalogue.specs import accelerator_columns
+from core.evidence.matching import NoMatchError
+from core.evidence.probes import ProbeFileError, delete_profile, import_probe, measured_line
 from core.present.text import escape_markdown
-from core.store import StoreError
+from core.store import ReadOnlyError, StoreError
 from pages.shared.data import catalogue, store
 
 
@@ -82,7 +84,7 @@ def custom_model_form() -> None:
 
 def delete_custom_form() -> None:
     """Delete one custom entry (reference rows cannot be deleted)."""
-    cat = catalogue()
+    cat = catalogue(datasheet=True)
     custom = [("accelerator", g) for g, a in cat.accelerators.items() if a.custom]
     custom += [("model", m) for m, r in cat.records.items() if r.custom]
     st.subheader("Your custom entries")
@@ -94,3 +96,84 @@ def delete_custom_form() -> None:
     if c2.button("Delete", icon=":material/delete:", disabled=store().read_only, help="Remove this entry from the store."):
         delete_custom(store(), choice[0], choice[1])
         st.rerun()
+
+
+AUTO_MATCH = "matched by the device's name"
+
+
+def probe_form() -> None:
+    """Import a probe document (python -m core.probe) as a measured profile; list and delete profiles."""
+    cat = catalogue(datasheet=True)
+    st.subheader("Measured profiles", help="Your accelerator's real roofs, measured by the probe, kept beside the datasheet figures.")
+    st.markdown(
+        "Measure this machine: `python -m core.probe --device cpu --out probe.json` (a GPU: `--device auto`, with "
+        "`pip install -r requirements-probe.txt`), then import `probe.json` here or with `python -m core.cli import-probe probe.json`."
+    )
+    names = {g: a.name for g, a in cat.accelerators.items()}
+    with st.form("probe_import", clear_on_submit=True):
+        upload = st.file_uploader("Probe document (JSON)", type=["json"], help="The file python -m core.probe --out FILE wrote.")
+        gpu = st.selectbox(
+            "Accelerator it measured",
+            [AUTO_MATCH, *names],
+            format_func=lambda g: names.get(g, g),
+            help="Matched by the device's name when left as is; a device the catalogue lacks becomes a custom accelerator.",
+        )
+        submitted = st.form_submit_button("Import probe", icon=":material/upload:")
+    if submitted:
+        if upload is None:
+            st.error("Not imported: choose a probe document first.", icon=":material/error:")
+        else:
+            try:
+                done = import_probe(store(), upload.getvalue(), upload.name, gpu=None if gpu == AUTO_MATCH else gpu)
+            except (ProbeFileError, NoMatchError, ReadOnlyError, StoreError) as exc:
+                st.error(f"Not imported: {escape_markdown(str(exc))}", icon=":material/error:")
+            else:
+                device = escape_markdown(done.document.device.name)
+                if done.created:
+                    text = f"Imported {device} as a new custom accelerator, `{done.accelerator_id}`, whose figures are the measured ones."
+                else:
+                    line = measured_line(catalogue(datasheet=True), done.accelerator_id) or ""
+                    text = f"Imported {device} as a measured profile of `{done.accelerator_id}`: {line}."
+                st.success(text, icon=":material/check_circle:")
+    cat = catalogue(datasheet=True)  # with what was just imported
+    names = {g: a.name for g, a in cat.accelerators.items()}
+    profiles = cat.profiles
+    if profiles.is_empty():
+        st.caption("No measured profile yet.")
+        return
+    shown = []
+    for row in profiles.iter_rows(named=True):
+        gpu_id = row["accelerator_id"]
+        shown.append(
+            {
+                "profile": row["id"],
+                "accelerator": names.get(gpu_id, gpu_id),
+                "device": row["device_name"],
+                "backend": row["backend"],
+                "probed at": row["probed_at"],
+                "bandwidth (GB/s)": row["bandwidth_bytes_per_s"] / 1e9,
+                "vs datasheet": _versus(cat, gpu_id) if gpu_id in names else "accelerator deleted",
+            }
+        )
+    st.dataframe(
+        shown, hide_index=True, key="probe_table", column_config={"bandwidth (GB/s)": st.column_config.NumberColumn(format="%.1f")}
+    )
+    c1, c2 = st.columns([3, 1])
+    label = {r["profile"]: f"{r['profile']} · {r['accelerator']} · probed {r['probed at'][:10]}" for r in shown}
+    pick = c1.selectbox(
+        "Profile",
+        list(label),
+        format_func=label.__getitem__,
+        key="probe_pick",
+        help="The newest profile of each accelerator is the one used.",
+    )
+    if c2.button(
+        "Delete profile", icon=":material/delete:", disabled=store().read_only, key="probe_delete", help="Remove this measured profile."
+    ):
+        delete_profile(store(), int(pick))
+        st.rerun()
+
+
+def _versus(cat: Any, gpu_id: str) -> str:
+    """How a profile compares with its accelerator's datasheet (a probed accelerator's figures are its own)."""
+    return measured_line(cat, gpu_id) or ""

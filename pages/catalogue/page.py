@@ -6,16 +6,21 @@ import streamlit as st
 
 from core.catalogue.catalogue import filter_table
 from core.present.tables import accelerator_table, model_table
-from pages.catalogue.forms import custom_accelerator_form, custom_model_form, delete_custom_form
+from pages.catalogue.forms import custom_accelerator_form, custom_model_form, delete_custom_form, probe_form
 from pages.shared.data import catalogue, store
 from pages.shared.ui import table_download
 
 st.title("Catalogue")
 st.caption("Every accelerator figure is the vendor's dense peak in decimal units, with its source; every model is its own config.json.")
-cat = catalogue()
+cat = catalogue(datasheet=True)
 
-tab_gpus, tab_models, tab_custom = st.tabs(
-    [":material/memory: Accelerators", ":material/neurology: Models", ":material/add_circle: Add your own"]
+tab_gpus, tab_models, tab_custom, tab_probe = st.tabs(
+    [
+        ":material/memory: Accelerators",
+        ":material/neurology: Models",
+        ":material/add_circle: Add your own",
+        ":material/speed: Measured roofs",
+    ]
 )
 
 with tab_gpus:
@@ -80,3 +85,6 @@ with tab_custom:
     with right:
         custom_model_form()
     delete_custom_form()
+
+with tab_probe:
+    probe_form()

@@ -6,6 +6,7 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.present.figures import RidgeView, ridge_view
+from core.present.text import escape_markdown
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import presenting, scenario
 from pages.shared.ui import chart_exports, show_chart, table_download
@@ -34,6 +35,12 @@ st.caption(
 )
 cat = catalogue()
 sc = scenario()
+if st.session_state.get("measured") and not cat.profiles.is_empty():
+    probed = [cat.gpu(g).name for g in cat.profiles["accelerator_id"] if g in cat.gpu_index]
+    st.caption(
+        f"Measured roofs on (sidebar): {escape_markdown(', '.join(probed))} use their probe's bandwidth and peaks "
+        "(a precision the probe did not measure keeps its datasheet peak); every other accelerator its datasheet's."
+    )
 
 big = presenting()
 controls = st.expander("Controls", expanded=False) if big else st.container()

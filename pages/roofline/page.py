@@ -8,9 +8,11 @@ import polars as pl
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
+from core.evidence.probes import made_from_probe, measured_line
 from core.model.roofline import SWEEP_BATCHES
 from core.model.scenario import Scenario
 from core.present.figures import RooflineAt, RooflineView, roofline_at, roofline_view
+from core.present.text import escape_markdown
 from pages.roofline.terms import explain_terms
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
@@ -33,7 +35,7 @@ def at(
 
 
 st.title("Roofline")
-cat = catalogue()
+cat = catalogue(datasheet=True)
 names = labels(cat, "accelerator")
 big = presenting()
 controls = st.expander("Controls", expanded=False) if big else st.container()
@@ -86,6 +88,14 @@ if play:  # the frames of the sweep; the scenario's batch stays as it is
 shown = at(cat, sc, *lines, big)
 draw(shown, sc.batch)
 chart_exports(shown.chart, "roofline")
+for shown_gpu in [sc.gpu, *overlay]:
+    if line := measured_line(cat, shown_gpu):
+        dashed = "" if made_from_probe(cat.gpu(shown_gpu)) else "; dashed: the measured roofs"
+        st.caption(
+            f"{escape_markdown(names[shown_gpu])}: {line}{dashed}; hollow squares: the products the probe timed "
+            "(decode-like m = 1 to 64 rows, prefill-like, square), where they reached.",
+            help="From the newest probe imported on the catalogue page (python -m core.probe).",
+        )
 st.info(shown.reading, icon=":material/lightbulb:")
 
 st.subheader("Decode step, operation by operation")

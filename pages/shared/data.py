@@ -33,6 +33,13 @@ def dataset_store() -> Store | SessionStore:
     return held
 
 
-def catalogue() -> Catalogue:
-    """The catalogue, cached in core until the store changes."""
-    return load_catalogue(store())
+def catalogue(*, datasheet: bool = False) -> Catalogue:
+    """The catalogue, cached in core until the store changes.
+
+    With the sidebar's *Measured roofs* switch on, profiled accelerators
+    carry their measured bandwidth and peaks (Catalogue.measured); the
+    roofline and the catalogue page ask for the `datasheet` one, since they
+    show both.
+    """
+    cat = load_catalogue(store())
+    return cat.measured() if st.session_state.get("measured") and not datasheet else cat

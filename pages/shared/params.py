@@ -58,6 +58,7 @@ LINKS: tuple[Link, ...] = (
     Link("context", (EVERY,)),
     Link("prompt", (EVERY,)),
     Link("present", (EVERY,), toggle=True),
+    Link("measured", (EVERY,), toggle=True),
     Link("rf_compare", ("roofline",), picks="accelerator", many=True, older=("compare",)),
     Link("rf_precisions", ("roofline",), many=True),
     Link("eff_bandwidth", ("roofline", "calculator"), older=("rf_eff_b",)),
@@ -196,7 +197,7 @@ def set_calibration(fits: dict[str, dict[str, float]], source: str) -> None:
 def calibration_factors(gpu: str) -> dict[str, float]:
     """eff_bandwidth, eff_compute and overhead_s of the calibrated model for an accelerator, when switched on."""
     cal = st.session_state.get("calibration")
-    if not cal or not st.session_state.get("use_calibration"):
+    if not cal or not st.session_state.get("use_calibration") or st.session_state.get("measured"):
         return {}
     return dict(cal["fits"].get(gpu) or {})
 

@@ -7,6 +7,7 @@ from typing import Any
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
+from core.evidence.probes import measured_line
 from core.present.report import report_html
 from core.present.text import escape_markdown
 from pages.shared.params import (
@@ -48,6 +49,7 @@ def scenario_sidebar(cat: Catalogue) -> Any:
             scenario_input("prompt")
         if presenting():
             line.markdown(f"**{_summary(cat)}**")
+        _measured_switch(cat)
         _calibration_switch()  # after the accelerator's control: the fit offered is that accelerator's
     return notes
 
@@ -61,9 +63,29 @@ def _summary(cat: Catalogue) -> str:
     )
 
 
+def _measured_switch(cat: Catalogue) -> None:
+    """Measured roofs: compute with the probe's figures where a profile exists (drawn always, so links keep it)."""
+    has = not cat.profiles.is_empty()
+    on = st.toggle(
+        "Measured roofs",
+        key="measured",
+        bind="query-params",
+        disabled=not has and not st.session_state.get("measured"),
+        help="Compute with the bandwidth and peaks your probe measured (python -m core.probe, imported on the catalogue page) "
+        "instead of the datasheet's, on every page but the roofline and the catalogue, which show both. "
+        + ("" if has else "No measured profile yet: import a probe on the catalogue page."),
+    )
+    if on:
+        line = measured_line(cat, scenario().gpu)
+        st.caption(line or f"{escape_markdown(cat.gpu(scenario().gpu).name)} has no measured profile: its datasheet figures apply.")
+
+
 def _calibration_switch() -> None:
     cal = st.session_state.get("calibration")
     gpu = scenario().gpu
+    if st.session_state.get("measured"):  # fitted against the datasheet: not on top of measured roofs
+        st.session_state["use_calibration"] = False
+        return
     if not cal or gpu not in cal["fits"]:
         st.session_state["use_calibration"] = False
         return

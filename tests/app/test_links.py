@@ -31,6 +31,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "context": (["16384"], 16384),
     "prompt": (["512"], 512),
     "present": (["true"], True),
+    "measured": (["true"], True),
     "rf_compare": (["mi300x", "a100-80gb-sxm"], ["mi300x", "a100-80gb-sxm"]),
     "rf_precisions": (["fp8", "fp4"], ["fp8", "fp4"]),
     "eff_bandwidth": (["0.7"], 0.7),

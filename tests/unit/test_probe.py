@@ -16,7 +16,7 @@ from core.cli import main as cli_main
 from core.evidence.probes import ProbeFileError, import_probe, measured_line, parse_probe
 from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
-from core.present.figures import roofline_view
+from core.present.figures import roofline_at, roofline_view
 from core.probe import cli as probe_cli
 from core.probe.document import BandwidthRun, Device, Host, MatmulRun, ProbeDocument, summarise
 from core.probe.methods import plan, product_cost, run_probe, shapes, time_it
@@ -128,7 +128,7 @@ def test_precisions_per_device():
     mps, skipped = runnable("mps", None, scaled_mm=True, int_mm=True)
     assert mps == ["fp32", "bf16", "fp16"] and {"tf32 matmul", "fp8 matmul", "int8 matmul"} <= {s.what for s in skipped}
     assert runnable("rocm", None, scaled_mm=True, int_mm=True)[0] == ["fp32", "bf16", "fp16", "fp8"]
-    assert runnable("cpu", None, scaled_mm=False, int_mm=False)[0] == ["fp32", "bf16"]
+    assert runnable("cpu", None, scaled_mm=False, int_mm=False)[0] == ["fp32"]
 
 
 def test_shapes_the_fp8_and_int8_kernels_refuse():
@@ -214,7 +214,13 @@ def test_a_probe_of_an_h100_halves_its_ceilings_when_it_measured_half(tmp_path):
     sheet, measured = ceiling(cat, sc), ceiling(cat.measured(), sc)
     # every term of a step is bytes / B or FLOPs / P: halving both doubles the step
     assert measured.tokens_per_s_total == pytest.approx(sheet.tokens_per_s_total / 2, rel=1e-9)
-    roofs = roofline_view(cat, sc, (), ()).roofs
+    view = roofline_view(cat, sc, (), ())
+    roofs = view.roofs
+    # the probe's timed product sits on the chart where it reached: 2 n^3 FLOPs over 3 n^2 bf16 operands
+    assert view.products is not None and view.products["shape"].to_list() == ["square"]
+    assert view.products["intensity"][0] == pytest.approx(2 * 8192**3 / (3 * 8192**2 * 2))
+    assert view.products["attainable_flops"][0] == pytest.approx(acc.peak_bf16 / 2)
+    assert "products" in roofline_at(cat, view, sc).chart["datasets"]
     assert set(roofs["roof"]) == {"datasheet", "measured"}
     ridge = roofs.filter((roofs["roof"] == "measured") & (roofs["point"] == "ridge"))
     assert ridge["bandwidth_bytes_per_s"][0] == pytest.approx(acc.bandwidth_bytes_per_s / 2)
@@ -274,3 +280,15 @@ def test_readme_shows_the_two_command_demo():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "python -m core.probe --device cpu --out probe.json" in readme
     assert "python -m core.cli import-probe probe.json" in readme
+
+
+def test_a_kernel_the_device_refuses_is_recorded_not_fatal():
+    class Refusing(NumpyBackend):
+        def product(self, precision, m, n, k):  # type: ignore[no-untyped-def]
+            if m == 1:
+                return lambda: (_ for _ in ()).throw(RuntimeError("no kernel for m=1"))
+            return super().product(precision, m, n, k)
+
+    doc = run_probe(Refusing(), quick=True)
+    assert any(s.why.startswith("the kernel failed: no kernel for m=1") for s in doc.skipped)
+    assert [r.m for r in doc.matmul if r.shape == "decode"] == [16, 64]
