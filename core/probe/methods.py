@@ -8,9 +8,10 @@ it the same way for every backend:
   times the last-level cache (quick: 8 times), capped so the three arrays of
   the triad take at most a quarter of the device's memory;
 - matmul, per precision the backend runs: square products (the roof), skinny
-  decode-like products (m = 1 .. 64 rows against a k x n weight) and a
-  prefill-like one (m = 2048 on a GPU), so the measured roofline shows both the
-  roof and how close real shapes get;
+  decode-like products (m = 1 .. 64 rows against a k x n weight of at least
+  4 times the cache, so it streams from memory) and a prefill-like one
+  (m = 2048 on a GPU), so the measured roofline shows both the roof and how
+  close real shapes get;
 - timing: one warm-up call, then enough calls per sample for a sample to last
   `min_sample_s` (launch overhead vanishes), `repeats` samples; the rate is
   taken from the best sample, the median and every sample are kept.
@@ -43,6 +44,7 @@ OPERAND_BYTES = {"fp32": (4, 4), "tf32": (4, 4), "bf16": (2, 2), "fp16": (2, 2),
 CACHE_MULTIPLES = (8, 16, 32)
 FALLBACK_CACHE_BYTES = 64e6  # when the device does not say (larger than most caches: errs towards big buffers)
 DECODE_ROWS = (1, 8, 16, 32, 64)
+WEIGHT_CACHE_MULTIPLE = 4  # a decode-like product's weight, in multiples of the last-level cache
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,11 @@ def plan(kind: str, *, cache_bytes: float | None, memory_bytes: float | None, qu
         square, hidden, prefill = ((512, 1024) if quick else (512, 1024, 2048)), 2048, 512
     else:
         square, hidden, prefill = ((4096, 8192) if quick else (2048, 4096, 8192)), 8192, 2048
+    # the decode-like products read a weight of hidden x hidden: at least 4 x the cache (fp32 on a CPU, bf16 on a GPU),
+    # or repeated calls would time the cache, not memory (a 2048 x 2048 fp32 weight reached 28 GB/s here, over the
+    # 21.5 GB/s this CPU streams)
+    width = 4 if kind == "cpu" else 2
+    hidden = max(hidden, 1024 * math.ceil(math.sqrt(WEIGHT_CACHE_MULTIPLE * cache / width) / 1024))
     return Plan(
         buffer_bytes=sizes,
         square=square,

@@ -92,8 +92,11 @@ def test_shapes_cover_the_roof_decode_and_prefill():
     p = plan("cuda", cache_bytes=50e6, memory_bytes=141e9)
     got = shapes(p)
     assert ("square", 8192, 8192, 8192) in got
-    assert [m for s, m, _, _ in got if s == "decode"] == [1, 8, 16, 32, 64]
-    assert ("prefill", 2048, 8192, 8192) in got
+    # the weight is at least 4 x the 50 MB cache in bf16: n >= sqrt(2e8 / 2) = 10,000, rounded up to 10,240
+    assert [(m, n, k) for s, m, n, k in got if s == "decode"] == [(m, 10240, 10240) for m in (1, 8, 16, 32, 64)]
+    assert ("prefill", 2048, 10240, 10240) in got
+    cpu = plan("cpu", cache_bytes=32 * 2**20, memory_bytes=24e9)  # this machine: 32 MiB L3, fp32 weights
+    assert cpu.hidden == 6144 and 6144**2 * 4 >= 4 * 32 * 2**20 > 5120**2 * 4
 
 
 def test_product_cost_by_hand():
