@@ -346,18 +346,7 @@ def cmd_bench_command(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("input_tokens", "output_tokens"):
         if getattr(args, name) < 1:
             raise CliError(f"--{name.replace('_', '-')}: must be at least 1, got {getattr(args, name)}")
-    cmd = bench_command(
-        args.tool,
-        _catalogue(args),
-        gpu=sc.gpu,
-        num_gpus=sc.num_gpus,
-        model=sc.model,
-        weights=sc.weights,
-        kv=sc.kv,
-        batch=sc.batch,
-        input_tokens=args.input_tokens,
-        output_tokens=args.output_tokens,
-    )
+    cmd = bench_command(args.tool, _catalogue(args), sc, input_tokens=args.input_tokens, output_tokens=args.output_tokens)
     return {
         "tool": cmd.tool,
         "command": cmd.command,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.catalogue.catalogue import Catalogue
+from core.model.scenario import Scenario
 
 #: Where each tool's options were read: repository, file, version. (See tests/fixtures/README.md for the formats.)
 TOOLS: dict[str, dict[str, str]] = {
@@ -127,20 +128,10 @@ def _lines(words: list[str | tuple[str, Any]]) -> str:
     return " \\\n  ".join(parts)
 
 
-def bench_command(
-    tool: str,
-    cat: Catalogue,
-    *,
-    gpu: str,
-    num_gpus: int,
-    model: str,
-    weights: str,
-    kv: str,
-    batch: int,
-    input_tokens: int,
-    output_tokens: int,
-) -> BenchCommand:
-    """The command that measures this scenario with `tool` (a key of TOOLS); KeyError for another tool."""
+def bench_command(tool: str, cat: Catalogue, sc: Scenario, *, input_tokens: int, output_tokens: int) -> BenchCommand:
+    """The command that measures a scenario (accelerator, count, model, formats, batch) with `tool` (a key of TOOLS)
+    for requests of these lengths; KeyError for another tool."""
+    gpu, num_gpus, model, weights, kv, batch = sc.gpu, sc.num_gpus, sc.model, sc.weights, sc.kv, sc.batch
     if tool not in TOOLS:
         raise KeyError(f"unknown benchmark tool {tool!r}; known: {', '.join(TOOLS)}")
     cat.gpu(gpu), cat.model(model)  # UnknownIdError with suggestions

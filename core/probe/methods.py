@@ -26,7 +26,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from core.probe.document import (
     BandwidthRun,
@@ -106,6 +106,10 @@ class Times:
     median_s: float
     times_s: list[float]
 
+    def fields(self) -> dict[str, Any]:
+        """The Timing fields of a run (core.probe.document.Timing)."""
+        return {"repeats": len(self.times_s), "best_s": self.best_s, "median_s": self.median_s, "times_s": self.times_s}
+
 
 def time_it(
     fn: Callable[[], object],
@@ -171,10 +175,7 @@ def run_probe(backend: Backend, *, quick: bool = False, progress: Callable[[str]
                     buffer_bytes=size,
                     bytes_moved=moved,
                     bytes_per_s=moved / t.best_s,
-                    repeats=p.repeats,
-                    best_s=t.best_s,
-                    median_s=t.median_s,
-                    times_s=t.times_s,
+                    **t.fields(),
                 )
             )
         backend.release()
@@ -205,10 +206,7 @@ def run_probe(backend: Backend, *, quick: bool = False, progress: Callable[[str]
                     flops=flops,
                     bytes=nbytes,
                     flops_per_s=flops / t.best_s,
-                    repeats=p.repeats,
-                    best_s=t.best_s,
-                    median_s=t.median_s,
-                    times_s=t.times_s,
+                    **t.fields(),
                 )
             )
             backend.release()

@@ -103,18 +103,7 @@ st.caption(
 )
 tabs = st.tabs([TOOLS[t]["title"].split(":")[0] for t in TOOLS])
 for tab, tool in zip(tabs, TOOLS, strict=True):
-    cmd = bench_command(
-        tool,
-        cat,
-        gpu=sc.gpu,
-        num_gpus=sc.num_gpus,
-        model=sc.model,
-        weights=sc.weights,
-        kv=sc.kv,
-        batch=sc.batch,
-        input_tokens=lens.input_tokens,
-        output_tokens=lens.output_tokens,
-    )
+    cmd = bench_command(tool, cat, sc, input_tokens=lens.input_tokens, output_tokens=lens.output_tokens)
     tab.code(cmd.command, language="bash")
     tab.code(cmd.import_command, language="bash")
     for note in cmd.notes:

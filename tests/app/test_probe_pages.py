@@ -11,10 +11,9 @@ from core.evidence.probes import import_probe
 from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.present.text import si
-from core.probe.document import BandwidthRun, Device, Host, MatmulRun, ProbeDocument, summarise
-from core.probe.methods import product_cost
 from core.store import get_store
 from tests.app.conftest import chart_frames
+from tests.probe_docs import probe_document
 
 GPU = "l40"  # no other AppTest uses it: its profile changes nothing they read
 
@@ -26,45 +25,7 @@ def profiled(private_store):
     cat = load_catalogue(store)
     acc = cat.gpu(GPU)
     if cat.profile(GPU) is None:
-        bw = acc.bandwidth_bytes_per_s * 0.8
-        flops, nbytes = product_cost("bf16", 8192, 8192, 8192)
-        peak = acc.peak_bf16 * 0.7
-        runs = [
-            BandwidthRun(
-                method="triad",
-                buffer_bytes=8e8,
-                bytes_moved=2.4e9,
-                bytes_per_s=bw,
-                repeats=1,
-                best_s=2.4e9 / bw,
-                median_s=2.4e9 / bw,
-                times_s=[2.4e9 / bw],
-            )
-        ]
-        mm = [
-            MatmulRun(
-                precision="bf16",
-                shape="square",
-                m=8192,
-                n=8192,
-                k=8192,
-                flops=flops,
-                bytes=nbytes,
-                flops_per_s=peak,
-                repeats=1,
-                best_s=flops / peak,
-                median_s=flops / peak,
-                times_s=[flops / peak],
-            )
-        ]
-        doc = ProbeDocument(
-            created_at="2026-12-01T12:00:00+00:00",
-            device=Device(name="NVIDIA L40", kind="cuda", backend="torch", memory_bytes=48e9),
-            host=Host(platform="test", python="3.11"),
-            bandwidth=runs,
-            matmul=mm,
-            summary=summarise(runs, mm),
-        )
+        doc = probe_document("NVIDIA L40", acc.bandwidth_bytes_per_s * 0.8, {"bf16": acc.peak_bf16 * 0.7}, memory_bytes=48e9)
         assert import_probe(store, doc.to_json().encode(), "l40.json").accelerator_id == GPU
     return load_catalogue(store)
 

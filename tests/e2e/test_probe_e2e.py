@@ -14,10 +14,10 @@ from core.catalogue.catalogue import load_catalogue
 from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.present.text import si
-from core.probe.document import BandwidthRun, Device, Host, MatmulRun, ProbeDocument, summarise
-from core.probe.methods import product_cost
+from core.probe.document import ProbeDocument
 from core.store import Store
 from tests.e2e.conftest import ROOT, screenshot, wait_ready
+from tests.probe_docs import probe_document
 
 pytestmark = pytest.mark.e2e
 
@@ -56,44 +56,7 @@ def test_this_machine_probed_and_imported_through_the_catalogue_page(fresh_serve
 def _h100_probe(tmp_path, share: float) -> tuple[str, ProbeDocument]:
     """A probe document of an H100 that measured `share` of its datasheet bandwidth and bf16 peak (figures chosen here)."""
     acc = load_catalogue(Store(tmp_path / "here.duckdb")).gpu("h100-sxm")
-    bw, peak = acc.bandwidth_bytes_per_s * share, (acc.peak_bf16 or 0) * share
-    flops, nbytes = product_cost("bf16", 8192, 8192, 8192)
-    runs = [
-        BandwidthRun(
-            method="copy",
-            buffer_bytes=4e8,
-            bytes_moved=8e8,
-            bytes_per_s=bw,
-            repeats=1,
-            best_s=8e8 / bw,
-            median_s=8e8 / bw,
-            times_s=[8e8 / bw],
-        )
-    ]
-    mm = [
-        MatmulRun(
-            precision="bf16",
-            shape="square",
-            m=8192,
-            n=8192,
-            k=8192,
-            flops=flops,
-            bytes=nbytes,
-            flops_per_s=peak,
-            repeats=1,
-            best_s=flops / peak,
-            median_s=flops / peak,
-            times_s=[flops / peak],
-        )
-    ]
-    doc = ProbeDocument(
-        created_at="2026-12-01T12:00:00+00:00",
-        device=Device(name="NVIDIA H100 80GB HBM3", kind="cuda", backend="torch", memory_bytes=80e9),
-        host=Host(platform="test", python="3.11"),
-        bandwidth=runs,
-        matmul=mm,
-        summary=summarise(runs, mm),
-    )
+    doc = probe_document("NVIDIA H100 80GB HBM3", acc.bandwidth_bytes_per_s * share, {"bf16": (acc.peak_bf16 or 0) * share})
     path = tmp_path / "h100-probe.json"
     path.write_text(doc.to_json())
     return str(path), doc

@@ -13,6 +13,7 @@ from core.catalogue.catalogue import load_catalogue
 from core.cli import main as cli_main
 from core.evidence.bench_commands import TOOLS, bench_command, lengths_for, read_tag, tag_text
 from core.evidence.importers import ImportContext, dataset_rows, delete_dataset, import_file
+from core.model.scenario import Scenario
 from core.store import get_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -168,7 +169,7 @@ def _options(words: list[str]) -> list[str]:
 
 
 def _command(tool: str, store, **scenario):
-    return bench_command(tool, load_catalogue(store), batch=32, input_tokens=2048, output_tokens=4096, **scenario)
+    return bench_command(tool, load_catalogue(store), Scenario(batch=32, **scenario), input_tokens=2048, output_tokens=4096)
 
 
 def test_every_tool_is_covered():

@@ -18,11 +18,12 @@ from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.present.figures import roofline_at, roofline_view
 from core.probe import cli as probe_cli
-from core.probe.document import BandwidthRun, Device, Host, MatmulRun, ProbeDocument, summarise
+from core.probe.document import ProbeDocument
 from core.probe.methods import plan, product_cost, run_probe, shapes, time_it
 from core.probe.numpy_backend import NumpyBackend
 from core.probe.torch_backend import pick_device, runnable, shape_refusal
 from core.store import get_store
+from tests.probe_docs import probe_document
 
 
 @pytest.fixture(scope="module")
@@ -161,46 +162,7 @@ def test_device_choice():
 
 
 def _doc(bandwidth: float, peaks: dict[str, float], name: str = "NVIDIA H100 80GB HBM3") -> ProbeDocument:
-    """A probe document with one run per figure (the figures a test chooses)."""
-    bw = [
-        BandwidthRun(
-            method="copy",
-            buffer_bytes=4e8,
-            bytes_moved=8e8,
-            bytes_per_s=bandwidth,
-            repeats=1,
-            best_s=8e8 / bandwidth,
-            median_s=8e8 / bandwidth,
-            times_s=[8e8 / bandwidth],
-        )
-    ]
-    mm = []
-    for prec, flops_per_s in peaks.items():
-        flops, nbytes = product_cost(prec, 8192, 8192, 8192)
-        mm.append(
-            MatmulRun(
-                precision=prec,
-                shape="square",
-                m=8192,
-                n=8192,
-                k=8192,
-                flops=flops,
-                bytes=nbytes,
-                flops_per_s=flops_per_s,
-                repeats=1,
-                best_s=flops / flops_per_s,
-                median_s=flops / flops_per_s,
-                times_s=[flops / flops_per_s],
-            )
-        )
-    return ProbeDocument(
-        created_at="2026-12-01T12:00:00+00:00",
-        device=Device(name=name, kind="cuda", backend="torch", memory_bytes=80e9),
-        host=Host(platform="test", python="3.11"),
-        bandwidth=bw,
-        matmul=mm,
-        summary=summarise(bw, mm),
-    )
+    return probe_document(name, bandwidth, peaks)
 
 
 def test_a_probe_of_an_h100_halves_its_ceilings_when_it_measured_half(tmp_path):
