@@ -183,7 +183,10 @@ def run_probe(backend: Backend, *, quick: bool = False, progress: Callable[[str]
     matmul: list[MatmulRun] = []
     for precision in runnable:
         for shape, m, n, k in shapes(p):
-            made = backend.product(precision, m, n, k)
+            try:
+                made = backend.product(precision, m, n, k)
+            except (RuntimeError, MemoryError, TypeError, ValueError) as exc:  # operands this device's build cannot make
+                made = f"the kernel failed: {exc}"[:300]
             if isinstance(made, str):
                 skipped.append(Skipped(what=f"{precision} {shape} matmul m={m} n={n} k={k}", why=made))
                 continue
