@@ -140,6 +140,7 @@ def bench_command(tool: str, cat: Catalogue, sc: Scenario, *, input_tokens: int,
     stem = f"{tag_text(meta)}+batch={batch}"
     prompts = max(10 * batch, 100)  # enough requests for the concurrency to hold at the batch for most of the run
     notes: list[str] = []
+    before = after = ""  # what goes around the command: trtllm-bench's dataset step, llama-bench's redirection
     if tool == "vllm":
         result = f"{stem}.json"
         words: list[str | tuple[str, Any]] = [
@@ -207,17 +208,9 @@ def bench_command(tool: str, cat: Catalogue, sc: Scenario, *, input_tokens: int,
             ("--streaming", []),
             ("--report_json", result),
         ]
-        return BenchCommand(
-            tool,
-            TOOLS[tool]["title"],
-            prepare + "\n\n" + _lines(words),
-            result,
-            _import(result),
-            TOOLS[tool]["source"],
-            TOOLS[tool]["url"],
-            (
-                "older TensorRT-LLM releases prepare the dataset with benchmarks/cpp/prepare_dataset.py --tokenizer ... --stdout token-norm-dist ...",
-            ),
+        before = prepare + "\n\n"
+        notes.append(
+            "older TensorRT-LLM releases prepare the dataset with benchmarks/cpp/prepare_dataset.py --tokenizer ... --stdout token-norm-dist ..."
         )
     elif tool == "llama-bench":
         result = f"{stem}.jsonl"
@@ -234,16 +227,7 @@ def bench_command(tool: str, cat: Catalogue, sc: Scenario, *, input_tokens: int,
             "the prompt plus half the output as with the serving tools"
         )
         notes.append("point -m at your GGUF file; the output goes to stdout, so the command ends with > " + result)
-        return BenchCommand(
-            tool,
-            TOOLS[tool]["title"],
-            _lines(words) + f" \\\n  > {shlex.quote(result)}",
-            result,
-            _import(result),
-            TOOLS[tool]["source"],
-            TOOLS[tool]["url"],
-            tuple(notes),
-        )
+        after = f" \\\n  > {shlex.quote(result)}"
     else:  # genai-perf, aiperf
         export = f"{stem}.json"
         stem_out = export.removesuffix(".json")
@@ -266,9 +250,8 @@ def bench_command(tool: str, cat: Catalogue, sc: Scenario, *, input_tokens: int,
             ("--profile-export-file", export),
         ]
         notes.append("against any OpenAI-compatible server (vLLM, SGLang, TensorRT-LLM serve) started for this model")
-    return BenchCommand(
-        tool, TOOLS[tool]["title"], _lines(words), result, _import(result), TOOLS[tool]["source"], TOOLS[tool]["url"], tuple(notes)
-    )
+    text = before + _lines(words) + after
+    return BenchCommand(tool, TOOLS[tool]["title"], text, result, _import(result), TOOLS[tool]["source"], TOOLS[tool]["url"], tuple(notes))
 
 
 def _hub_id(cat: Catalogue, model: str) -> str:

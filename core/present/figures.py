@@ -17,9 +17,10 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from core.catalogue.catalogue import Catalogue, filter_table
+from core.catalogue.catalogue import PRODUCT_SCHEMA, Catalogue, filter_table
 from core.evidence.calibration import calibrate
 from core.evidence.compare import batch_curves, compare
+from core.evidence.probes import made_from_probe
 from core.model.ceilings import ceiling, ceilings_by_batch, operation_table
 from core.model.result import Ceiling
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_points, ridge_table, roof_lines
@@ -77,24 +78,19 @@ def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisio
 
 def measured_roofs(cat: Catalogue, gpu_ids: Sequence[str], precisions: Sequence[str]) -> pl.DataFrame:
     """The roofs a probe measured (kind "measured"), for the accelerators among `gpu_ids` with a profile, at the
-    precisions the probe measured; none where the measured figures are the accelerator's own (one made from a probe)."""
+    precisions the probe measured; none for an accelerator made from a probe (its datasheet roofs are the probe's)."""
+    probed = [g for g in gpu_ids if cat.profile(g) is not None and not made_from_probe(cat.gpu(g))]
     frames = []
-    for gpu in gpu_ids:
-        prof = cat.profile(gpu)
-        if prof is None:
-            continue
-        acc = cat.gpu(gpu)
+    for gpu in probed:
+        prof = cat.profile(gpu) or {}
         measured = [p for p in precisions if prof.get(f"peak_{p}")]
-        if not measured or all(
-            prof["bandwidth_bytes_per_s"] == acc.bandwidth_bytes_per_s and prof[f"peak_{p}"] == getattr(acc, f"peak_{p}") for p in measured
-        ):
-            continue
-        one = cat.measured().gpus.filter(pl.col("id") == gpu)
-        frames.append(
-            roof_lines(one, measured).with_columns(
-                pl.lit("measured").alias("roof"), (pl.col("series") + pl.lit(" (measured)")).alias("series")
+        if measured:
+            one = cat.measured().gpus.filter(pl.col("id") == gpu)
+            frames.append(
+                roof_lines(one, measured).with_columns(
+                    pl.lit("measured").alias("roof"), (pl.col("series") + pl.lit(" (measured)")).alias("series")
+                )
             )
-        )
     return pl.concat(frames) if frames else roof_lines(cat.gpus.head(0), list(precisions))
 
 
@@ -108,10 +104,10 @@ def probe_products(cat: Catalogue, gpu_ids: Sequence[str], precisions: Sequence[
         for g in gpu_ids
         if cat.profile(g) is not None
     ]
-    cols = ["series", "shape", "m", "n", "k", "intensity", pl.col("flops_per_s").alias("attainable_flops")]
-    if not frames:
-        return cat.probe_products("").with_columns(pl.lit("").alias("series")).select(cols)
-    return pl.concat(frames).select(cols)
+    empty = pl.DataFrame(schema={**PRODUCT_SCHEMA, "series": pl.String})
+    return pl.concat([empty, *frames], how="diagonal_relaxed").select(
+        "series", "shape", "m", "n", "k", "intensity", pl.col("flops_per_s").alias("attainable_flops")
+    )
 
 
 @dataclass(frozen=True)

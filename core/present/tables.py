@@ -6,7 +6,9 @@ import io
 
 import polars as pl
 
+from core.catalogue.catalogue import Catalogue
 from core.catalogue.specs import SOURCE_SEPARATOR, accelerator_columns
+from core.evidence.probes import measured_line
 from core.model.sweep import SWEEP_COLUMNS
 
 
@@ -75,6 +77,32 @@ def model_table(models: pl.DataFrame) -> pl.DataFrame:
         pl.col("config_source").alias("config source"),
         pl.col("notes"),
         pl.col("custom"),
+    )
+
+
+def profiles_display(cat: Catalogue) -> pl.DataFrame:
+    """Each accelerator's newest measured profile, for the catalogue page: where it came from and how it compares."""
+    names = {g: a.name for g, a in cat.accelerators.items()}
+    p = cat.profiles
+    return pl.DataFrame(
+        {
+            "profile": p["id"],
+            "accelerator": [names.get(g, g) for g in p["accelerator_id"]],
+            "device": p["device_name"],
+            "backend": p["backend"],
+            "probed at": p["probed_at"],
+            "bandwidth (GB/s)": p["bandwidth_bytes_per_s"] / 1e9,
+            "vs datasheet": [(measured_line(cat, g) or "") if g in names else "accelerator deleted" for g in p["accelerator_id"]],
+        },
+        schema={
+            "profile": pl.Int32,
+            "accelerator": pl.String,
+            "device": pl.String,
+            "backend": pl.String,
+            "probed at": pl.String,
+            "bandwidth (GB/s)": pl.Float64,
+            "vs datasheet": pl.String,
+        },
     )
 
 

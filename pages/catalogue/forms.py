@@ -13,6 +13,7 @@ from core.catalogue.seed import CatalogueError, accelerator_from_row, field_type
 from core.catalogue.specs import accelerator_columns
 from core.evidence.matching import NoMatchError
 from core.evidence.probes import ProbeFileError, delete_profile, import_probe, measured_line
+from core.present.tables import profiles_display
 from core.present.text import escape_markdown
 from core.store import ReadOnlyError, StoreError
 from pages.shared.data import catalogue, store
@@ -136,44 +137,24 @@ def probe_form() -> None:
                     text = f"Imported {device} as a measured profile of `{done.accelerator_id}`: {line}."
                 st.success(text, icon=":material/check_circle:")
     cat = catalogue(datasheet=True)  # with what was just imported
-    names = {g: a.name for g, a in cat.accelerators.items()}
-    profiles = cat.profiles
-    if profiles.is_empty():
+    if cat.profiles.is_empty():
         st.caption("No measured profile yet.")
         return
-    shown = []
-    for row in profiles.iter_rows(named=True):
-        gpu_id = row["accelerator_id"]
-        shown.append(
-            {
-                "profile": row["id"],
-                "accelerator": names.get(gpu_id, gpu_id),
-                "device": row["device_name"],
-                "backend": row["backend"],
-                "probed at": row["probed_at"],
-                "bandwidth (GB/s)": row["bandwidth_bytes_per_s"] / 1e9,
-                "vs datasheet": _versus(cat, gpu_id) if gpu_id in names else "accelerator deleted",
-            }
-        )
+    shown = profiles_display(cat)
     st.dataframe(
         shown, hide_index=True, key="probe_table", column_config={"bandwidth (GB/s)": st.column_config.NumberColumn(format="%.1f")}
     )
     c1, c2 = st.columns([3, 1])
-    label = {r["profile"]: f"{r['profile']} · {r['accelerator']} · probed {r['probed at'][:10]}" for r in shown}
+    label = {r["profile"]: f"{r['profile']} · {r['accelerator']} · probed {r['probed at'][:10]}" for r in shown.iter_rows(named=True)}
     pick = c1.selectbox(
         "Profile",
         list(label),
         format_func=label.__getitem__,
         key="probe_pick",
-        help="The newest profile of each accelerator is the one used.",
+        help="Each accelerator's newest profile is listed and used; deleting it brings back the one before, if any.",
     )
     if c2.button(
         "Delete profile", icon=":material/delete:", disabled=store().read_only, key="probe_delete", help="Remove this measured profile."
     ):
         delete_profile(store(), int(pick))
         st.rerun()
-
-
-def _versus(cat: Any, gpu_id: str) -> str:
-    """How a profile compares with its accelerator's datasheet (a probed accelerator's figures are its own)."""
-    return measured_line(cat, gpu_id) or ""

@@ -197,7 +197,7 @@ def set_calibration(fits: dict[str, dict[str, float]], source: str) -> None:
 def calibration_factors(gpu: str) -> dict[str, float]:
     """eff_bandwidth, eff_compute and overhead_s of the calibrated model for an accelerator, when switched on."""
     cal = st.session_state.get("calibration")
-    if not cal or not st.session_state.get("use_calibration") or st.session_state.get("measured"):
+    if not cal or not st.session_state.get("use_calibration"):
         return {}
     return dict(cal["fits"].get(gpu) or {})
 
