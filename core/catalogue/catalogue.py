@@ -9,6 +9,7 @@ is written to. The engine (core.model.engine) reads the catalogue as arrays
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import json
 import threading
@@ -23,6 +24,7 @@ import polars as pl
 from core.catalogue.model_config import model_from_config, parse_config_text
 from core.catalogue.operations import OpMatrix, kv_elements_per_token, operations_frame, parameter_counts
 from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PRECISIONS
+from core.catalogue.prices import PRICE_SCHEMA, PriceUsed, price_used
 from core.catalogue.seed import CatalogueError, accelerator_frame
 from core.catalogue.specs import Accelerator, ModelRecord
 
@@ -66,6 +68,12 @@ class Hardware:
     scaleup_bytes_per_s: Array
     memory_bytes: Array
     power_w: Array
+    #: devices one tensor-parallel group can span (NaN: no source says)
+    scaleup_domain: Array
+    #: seconds of one small all-reduce over the scale-up domain, as published (NaN: none published)
+    allreduce_latency_s: Array
+    #: the published on-demand $ per GPU-hour a scenario without its own price uses (median; NaN: none published)
+    rent_usd_per_hour: Array
     #: dense peak FLOP/s, column p = PEAK_PRECISIONS[p]
     peaks: Array
     #: the peak a requested compute format runs at: column c = COMPUTE_FORMATS[c], value an index
@@ -108,6 +116,12 @@ class Catalogue:
     key: str = ""  # which store and generation it was read from (caches key on it)
     #: each accelerator's newest measured profile (core.evidence.probes): accelerator_id, bandwidth, peak_<p>
     profiles: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROFILE_SCHEMA))
+    #: every published price (core.catalogue.prices): gpu, kind (rent, buy), usd, provider, offer, region, as_of, source_url, note
+    prices: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PRICE_SCHEMA))
+
+    def price(self, gpu_id: str, kind: str = "rent", *, override: float | None = None, today: dt.date | None = None) -> PriceUsed:
+        """The price a figure uses for an accelerator: `override` when > 0, else the median published one (core.catalogue.prices)."""
+        return price_used(self.prices, gpu_id, kind, override=override, today=today)
 
     def profile(self, gpu_id: str) -> dict[str, Any] | None:
         """The newest measured profile of an accelerator, or None."""
@@ -192,6 +206,9 @@ class Catalogue:
         def column(name: str) -> Array:
             return g[name].cast(pl.Float64).to_numpy().astype(np.float64)
 
+        rent = self.prices.filter(pl.col("kind") == "rent").group_by("gpu").agg(pl.col("usd").median())
+        rent_of = dict(zip(rent["gpu"], rent["usd"], strict=True))
+
         return Hardware(
             ids=g["id"].to_list(),
             names=g["name"].to_list(),
@@ -199,6 +216,9 @@ class Catalogue:
             scaleup_bytes_per_s=column("scaleup_bytes_per_s"),
             memory_bytes=column("memory_bytes"),
             power_w=column("power_w"),
+            scaleup_domain=column("scaleup_domain"),
+            allreduce_latency_s=column("allreduce_latency_s"),
+            rent_usd_per_hour=np.array([rent_of.get(i, np.nan) for i in g["id"].to_list()], dtype=np.float64),
             peaks=peaks,
             compute_used=used,
         )
@@ -241,8 +261,15 @@ def newest_profiles(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.select(list(PROFILE_SCHEMA)).cast(PROFILE_SCHEMA).unique("accelerator_id", keep="first", maintain_order=True)  # type: ignore[arg-type]
 
 
-def build_catalogue(gpu_rows: pl.DataFrame, model_rows: pl.DataFrame, *, key: str = "", profiles: pl.DataFrame | None = None) -> Catalogue:
-    """A Catalogue from the store's accelerator and model frames (and measured profiles, newest first)."""
+def build_catalogue(
+    gpu_rows: pl.DataFrame,
+    model_rows: pl.DataFrame,
+    *,
+    key: str = "",
+    profiles: pl.DataFrame | None = None,
+    prices: pl.DataFrame | None = None,
+) -> Catalogue:
+    """A Catalogue from the store's accelerator and model frames (and measured profiles, newest first, and published prices)."""
     records: dict[str, ModelRecord] = {}
     for row in model_rows.iter_rows(named=True):
         cfg = json.loads(row["config_json"])
@@ -280,7 +307,8 @@ def build_catalogue(gpu_rows: pl.DataFrame, model_rows: pl.DataFrame, *, key: st
         .with_columns((pl.col("kv_elems_per_token") * 2.0).alias("kv_bytes_per_token_bf16"))
     )
     prof = newest_profiles(profiles if profiles is not None else pl.DataFrame(schema=PROFILE_SCHEMA))
-    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key, profiles=prof)
+    price_rows = pl.DataFrame(schema=PRICE_SCHEMA) if prices is None else prices.select(list(PRICE_SCHEMA)).cast(PRICE_SCHEMA)  # type: ignore[arg-type]
+    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key, profiles=prof, prices=price_rows)
 
 
 _CACHE: dict[tuple[str, int], Catalogue] = {}
@@ -294,7 +322,11 @@ def load_catalogue(store: Source) -> Catalogue:
         if key not in _CACHE:
             _CACHE.clear()
             _CACHE[key] = build_catalogue(
-                store.query("accelerators"), store.query("models"), key=f"{key[0]}#{key[1]}", profiles=store.query("probe_profiles")
+                store.query("accelerators"),
+                store.query("models"),
+                key=f"{key[0]}#{key[1]}",
+                profiles=store.query("probe_profiles"),
+                prices=store.query("prices"),
             )
         return _CACHE[key]
 

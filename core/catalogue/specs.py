@@ -119,6 +119,31 @@ class Accelerator(BaseModel):
             "scaleup_gb_s",
         ),
     ] = None
+    scaleup_domain: Annotated[
+        int | None,
+        Field(ge=1, le=100_000),
+        Column(
+            "Scale-up domain",
+            "devices one tensor-parallel group can span in the vendor's standard platform (8 on an HGX board, 72 in an NVL72 rack, "
+            "8 PCIe cards in one server, 1 for parts that are not ganged in practice); empty where no source says",
+            "devices",
+            1.0,
+            "scaleup_domain",
+            example=8,
+        ),
+    ] = None
+    allreduce_latency_s: Annotated[
+        float | None,
+        Field(gt=0, le=0.01),
+        Column(
+            "All-reduce latency",
+            "time of one small-message all-reduce over the scale-up domain as a published NCCL/RCCL measurement prints it "
+            "(the per-call cost a ring term does not see); empty where none is published",
+            "µs",
+            1e-6,
+            "allreduce_latency_us",
+        ),
+    ] = None
     list_price_usd: Annotated[
         float | None, Field(gt=0), Column("List price", "published list price where one exists, else empty", "USD", 1.0, "list_price_usd")
     ] = None

@@ -3,7 +3,7 @@
 - `migrate` applies the numbered `.sql` files in queries/migrations/ not yet
   recorded in `schema_migrations`, each in its own transaction.
 - `refresh_reference` rebuilds the reference tables (`accelerators`,
-  `models`) from data/seed/ whenever the seed's hash changes; user tables
+  `models`, `prices`) from data/seed/ whenever the seed's hash changes; user tables
   (`custom_*`, datasets) are never touched by that.
 """
 
@@ -13,6 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.catalogue.prices import price_seed_frame
 from core.catalogue.seed import accelerator_seed_frame, model_seed_frame
 from core.store.paths import MIGRATIONS
 
@@ -74,6 +75,7 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
         return False
     gpus = accelerator_seed_frame(store.seed_dir)
     models = model_seed_frame(store.seed_dir)
+    prices = price_seed_frame(store.seed_dir, set(gpus["id"].to_list()))
     with store.transaction() as cur:
         if not force:  # another process may have rebuilt it meanwhile
             row = cur.execute("SELECT count(*) FROM seed_state WHERE sha256 = $h", {"h": current}).fetchone()
@@ -85,6 +87,9 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
         cur.execute("DELETE FROM models")
         cur.register("seed_models", models)
         cur.execute("INSERT INTO models BY NAME SELECT * FROM seed_models")
+        cur.execute("DELETE FROM prices")
+        cur.register("seed_prices", prices)
+        cur.execute("INSERT INTO prices BY NAME SELECT * FROM seed_prices")
         cur.execute("DELETE FROM seed_state")
         cur.execute("INSERT INTO seed_state VALUES ($h, now())", {"h": current})
     return True
