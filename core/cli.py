@@ -11,6 +11,11 @@
     roofline probe [--device auto|cuda|rocm|mps|cpu] [--quick] [--out FILE] [--json]
     roofline import-probe FILE [--gpu ID] --json
     roofline bench-command --tool vllm --gpu ID --model ID --batch B --input-tokens I --output-tokens O [--num-gpus N] --json
+    roofline prices [--gpu ID ...] [--kind rent|buy] --json
+    roofline compare --gpu ID --gpu ID ... --model ID [--tpot-ms X --ttft-s Y | --target KEY] [--rent | --buy --years N
+                     --usd-per-kwh P --pue Q --utilization U] [--price ID=USD] [--requests-per-s R --input-tokens I
+                     --output-tokens O] --json
+    roofline frontier --gpu ID --model ID [--num-gpus N] [--buy ...] --json
 
 Every command takes --db PATH (default: ROOFLINE_DB or data/roofline.duckdb).
 The scenario options of `ceiling`, `report` and `sweep` are the fields of
@@ -36,6 +41,7 @@ from core.catalogue.catalogue import Catalogue, UnknownIdError, load_catalogue
 from core.catalogue.model_config import ConfigError, load_config, model_from_config, slugify
 from core.catalogue.operations import summary
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision
+from core.catalogue.prices import KINDS, STALE_MONTHS, months_between
 from core.catalogue.seed import CatalogueError
 from core.catalogue.specs import value_type
 from core.evidence.bench_commands import TOOLS as BENCH_TOOLS
@@ -47,8 +53,11 @@ from core.evidence.probes import ProbeFileError, import_probe, measured_vs_datas
 from core.model.allocator import keep_freed_memory
 from core.model.ceilings import ceiling, operation_table
 from core.model.roofline import ridge_points
-from core.model.scenario import FIELDS, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
+from core.model.scenario import FIELDS, Scenario, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
 from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
+from core.plan.costs import DEFAULT_SOURCES, Ownership
+from core.plan.purchase import SORT_KEYS, Load, compare_accelerators, frontier_curves
+from core.plan.targets import BY_KEY as TARGETS_BY_KEY
 from core.probe import cli as probe_cli
 from core.store.paths import StoreError
 from core.store.store import get_store
@@ -163,7 +172,83 @@ def build_parser() -> argparse.ArgumentParser:
     bc.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
     bc.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
     bc.set_defaults(func=cmd_bench_command)
+
+    pz = sub.add_parser("prices", parents=[common], help="the published prices of accelerators, with sources and dates")
+    pz.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every priced one)")
+    pz.add_argument("--kind", choices=KINDS, help="rent ($ per GPU-hour on demand) or buy ($ per GPU); default: both")
+    pz.set_defaults(func=cmd_prices)
+
+    cp = sub.add_parser("compare", parents=[common], help="accelerators for one workload: cheapest configuration, costs, load")
+    cp.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
+    add_cli_arguments(cp, only=WORKLOAD_FIELDS)
+    cp.add_argument("--tpot-ms", type=float, help="service target: time per output token <= X ms")
+    cp.add_argument("--ttft-s", type=float, help="service target: time to first token <= Y s")
+    cp.add_argument("--target", choices=list(TARGETS_BY_KEY), help="a preset service target (MLPerf Inference limits, chat, batch)")
+    _cost_arguments(cp)
+    cp.add_argument("--requests-per-s", type=float, help="a load to serve: requests per second (with --input-tokens and --output-tokens)")
+    cp.add_argument("--input-tokens", type=int, help="prompt tokens per request (sets the workload's prompt; context = input + output)")
+    cp.add_argument("--output-tokens", type=int, help="output tokens per request")
+    cp.add_argument("--sort", choices=list(SORT_KEYS), default="usd_per_million_tokens", help="best first by this column")
+    cp.set_defaults(func=cmd_compare)
+
+    fr = sub.add_parser("frontier", parents=[common], help="tokens/s per GPU and $ per million tokens against tokens/s per user")
+    fr.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
+    add_cli_arguments(fr, only=WORKLOAD_FIELDS)
+    fr.add_argument("--num-gpus", type=int, help="tensor-parallel degree (default: the cheapest that fits at the batch)")
+    _cost_arguments(fr)
+    fr.set_defaults(func=cmd_frontier)
     return p
+
+
+#: The scenario fields of a workload (`compare`, `frontier`): the accelerator and its count are the comparison's.
+WORKLOAD_FIELDS = tuple(
+    n for n in FIELDS if n not in ("gpu", "num_gpus", "usd_per_gpu_hour", "spec_draft_len", "spec_acceptance", "spec_draft_model")
+)
+
+
+def _cost_arguments(parser: argparse.ArgumentParser) -> None:
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--rent", dest="mode", action="store_const", const="rent", help="rent on demand (default)")
+    mode.add_argument("--buy", dest="mode", action="store_const", const="buy", help="buy and amortise")
+    parser.set_defaults(mode="rent")
+    for name, info in Ownership.model_fields.items():
+        if name != "mode":
+            parser.add_argument(
+                "--" + name.replace("_", "-"),
+                type=float,
+                default=info.default,
+                help=f"buy mode; default {info.default}: {DEFAULT_SOURCES[name]}",
+            )
+    parser.add_argument(
+        "--price",
+        action="append",
+        default=[],
+        metavar="ID=USD",
+        help="your price for an accelerator ($ per GPU-hour with --rent, $ per GPU with --buy)",
+    )
+
+
+def _ownership(args: argparse.Namespace) -> tuple[Ownership, dict[str, float]]:
+    own = Ownership.model_validate({n: getattr(args, n) for n in Ownership.model_fields})
+    given: dict[str, float] = {}
+    for item in args.price:
+        gpu, sep, usd = item.partition("=")
+        try:
+            value = float(usd)
+        except ValueError:
+            value = float("nan")
+        if not sep or not gpu or not value > 0:
+            raise CliError(f"--price: expected ID=USD with a price > 0, got {item!r}")
+        given[gpu] = value
+    return own, given
+
+
+def _workload(args: argparse.Namespace) -> Scenario:
+    sc = from_cli(args, only=WORKLOAD_FIELDS).model_copy(update={"gpu": args.gpu[0]})
+    if getattr(args, "input_tokens", None) is not None:
+        out = args.output_tokens or 0
+        sc = sc.at(prompt=args.input_tokens, context=args.input_tokens + out)
+    return sc
 
 
 def _catalogue(args: argparse.Namespace) -> Catalogue:
@@ -238,7 +323,7 @@ def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     scenario = from_cli(args)
     out = ceiling(cat, scenario).record()
     if args.ops:
-        out["ops"] = operation_table(cat, scenario).to_dicts()
+        out["ops"] = operation_table(cat, scenario, communication=True).to_dicts()
     return out
 
 
@@ -355,6 +440,79 @@ def cmd_bench_command(args: argparse.Namespace) -> dict[str, Any]:
         "notes": list(cmd.notes),
         "options_from": cmd.source,
         "options_url": cmd.url,
+    }
+
+
+def cmd_prices(args: argparse.Namespace) -> list[dict[str, Any]]:
+    cat = _catalogue(args)
+    for g in args.gpu or []:
+        cat.gpu(g)  # an unknown id is named, with suggestions
+    rows = cat.prices
+    if args.gpu:
+        rows = rows.filter(pl.col("gpu").is_in(args.gpu))
+    if args.kind:
+        rows = rows.filter(pl.col("kind") == args.kind)
+    used = {(g, k): cat.price(g, k) for g, k in rows.select("gpu", "kind").unique().iter_rows()}
+    return [
+        {**r, "as_of": r["as_of"] or None, "median_used": used[(r["gpu"], r["kind"])].usd, "old": _is_old(r["as_of"])}
+        for r in rows.iter_rows(named=True)
+    ]
+
+
+def _is_old(as_of: str) -> bool:
+    import datetime as dt
+
+    return not as_of or months_between(as_of, dt.date.today()) > STALE_MONTHS
+
+
+def cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
+    cat = _catalogue(args)
+    own, given = _ownership(args)
+    load = None
+    lengths = (args.requests_per_s, args.input_tokens, args.output_tokens)
+    if any(v is not None for v in lengths):
+        if any(v is None for v in lengths):
+            raise CliError("--requests-per-s, --input-tokens and --output-tokens go together")
+        load = Load(requests_per_s=args.requests_per_s, input_tokens=args.input_tokens, output_tokens=args.output_tokens)
+    tpot = args.tpot_ms / 1e3 if args.tpot_ms is not None else None
+    ttft = args.ttft_s
+    target = None
+    if args.target:
+        if tpot is not None or ttft is not None:
+            raise CliError("--target: give a preset or --tpot-ms/--ttft-s, not both")
+        target = TARGETS_BY_KEY[args.target]
+        tpot, ttft = target.tpot_s, target.ttft_s
+    for name, value in (("--tpot-ms", tpot), ("--ttft-s", ttft)):
+        if value is not None and not value > 0:
+            raise CliError(f"{name}: must be > 0, got {value}")
+    sc = _workload(args)
+    rent, buy = (given, None) if own.mode == "rent" else (None, given)
+    table = compare_accelerators(
+        cat, args.gpu, sc, max_tpot_s=tpot, max_ttft_s=ttft, own=own, prices=rent, buy_prices=buy, load=load, sort_by=args.sort
+    )
+    return {
+        "workload": sc.model_dump(exclude={"gpu", "num_gpus", "usd_per_gpu_hour"}),
+        "target": {"tpot_s": tpot, "ttft_s": ttft, "preset": target.key if target else None, "source": target.source if target else None},
+        "ownership": own.model_dump(),
+        "load": load.model_dump() if load else None,
+        "accelerators": table.to_dicts(),
+    }
+
+
+def cmd_frontier(args: argparse.Namespace) -> dict[str, Any]:
+    cat = _catalogue(args)
+    own, given = _ownership(args)
+    sc = _workload(args)
+    rent, buy = (given, None) if own.mode == "rent" else (None, given)
+    if args.num_gpus is not None and args.num_gpus < 1:
+        raise CliError(f"--num-gpus: must be at least 1, got {args.num_gpus}")
+    table = compare_accelerators(cat, args.gpu, sc, own=own, prices=rent, buy_prices=buy)
+    curves = frontier_curves(cat, table, sc, own=own, prices=rent, buy_prices=buy, num_gpus=args.num_gpus)
+    return {
+        "workload": sc.model_dump(exclude={"gpu", "num_gpus", "usd_per_gpu_hour"}),
+        "ownership": own.model_dump(),
+        "points": curves.drop("chosen", "meets").to_dicts(),
+        "unplaced": table.filter(pl.col("status") != "ok").select("gpu", "status").to_dicts() if args.num_gpus is None else [],
     }
 
 

@@ -14,9 +14,16 @@ Rules stated once:
   to first token; the lm_head on the last token only) and, with speculative
   decoding, the draft model's decode step;
 - a step's time: its operations (the engine) + two tensor-parallel
-  all-reduces per layer of batch x q x hidden activations, each moving
+  all-reduces per layer of batch x q x hidden activations, each costing the
+  accelerator's published small-message all-reduce latency plus moving
   2 (n - 1) / n of the message over the scale-up link in one direction (half
   the bidirectional figure vendors quote) + the stated overhead;
+- tensor parallelism spans at most the accelerator's scale-up domain (8 on
+  an HGX board, 72 in an NVL72 rack, 1 for parts not ganged in practice): a
+  wider group is still computed but flagged, since it is not built;
+- cost: the scenario's price per GPU-hour, or where it is 0 the median
+  published on-demand price (core.catalogue.prices), over the tokens of an
+  hour: output tokens at the decode ceiling, input tokens at the prefill's;
 - memory fit: weights (+ draft weights) + KV(batch, context) must fit in
   num_gpus x memory x (1 - reserve_fraction); a scenario that does not fit
   gets no throughput (None) and the flag "does not fit";
@@ -195,9 +202,11 @@ def step_totals(cat: Catalogue, steps: Steps, gpu: Index, bandwidth: Array, peak
     shape = cat.model_arrays
     message = steps.batch * steps.q * shape["hidden_size"][steps.model] * steps.act_bytes
     one_way = cat.hardware.scaleup_bytes_per_s[gpu] / 2.0
+    calls = 2.0 * shape["num_layers"][steps.model]
     with np.errstate(invalid="ignore", divide="ignore"):
-        comm = np.where(n > 1, 2.0 * shape["num_layers"][steps.model] * 2.0 * (n - 1.0) / n * message / one_way, 0.0)
-    comm = np.nan_to_num(comm, nan=0.0)  # no scale-up link figure: not costed (flagged)
+        ring = np.where(n > 1, calls * 2.0 * (n - 1.0) / n * message / one_way, 0.0)
+    latency = np.where(n > 1, calls * np.nan_to_num(cat.hardware.allreduce_latency_s[gpu], nan=0.0), 0.0)
+    comm = np.nan_to_num(ring, nan=0.0) + latency  # no link or latency figure: that part not costed (flagged)
     mem, comp = sums.memory_bound_time_s, sums.compute_bound_time_s
     bound = np.where((comm > mem) & (comm > comp), 2, np.where(mem >= comp, 0, 1))
     return StepTotals(sums, comm, sums.ops_time_s + comm + overhead_s, bound)
@@ -251,20 +260,33 @@ def ceilings_by_batch(cat: Catalogue, scenario: Scenario, batches: Sequence[int]
     return {int(row["batch"]): ceiling_of_row(row) for row in frame.iter_rows(named=True)}
 
 
-def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode") -> pl.DataFrame:
+#: The per-operation table's row for tensor-parallel communication (`operation_table(..., communication=True)`).
+COMMUNICATION_ROW = ("tensor parallel", "all-reduce (2 per layer)")
+
+
+def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode", communication: bool = False) -> pl.DataFrame:
     """The per-operation roofline of one step of a scenario: decode (the verify step under speculative decoding) or prefill.
 
     One row per operation and layer group: FLOPs, bytes (weights, activations,
     KV), intensity, bound side, time (all layers of the group) and share of
-    the step's operation time.
+    the step's operation time. With `communication`, tensor parallelism's
+    all-reduces are one more row (kind "comm", bound "communication", their
+    latency and link time) and the shares are of operations plus it.
     """
     s = ScenarioArrays.of(cat, [scenario])
     st = scenario_steps(cat, s)
     step = st.prefill if phase == "prefill" else st.decode
     costs = operation_costs(cat.ops_matrix, step, st.bandwidth, st.peak)
     labels = cat.ops.filter(pl.col("model_id") == scenario.model).select("group", "op")
-    total = costs["time_s"].sum()
-    return pl.concat([labels, costs], how="horizontal").select(
+    rows = pl.concat([labels, costs], how="horizontal")
+    if communication and scenario.num_gpus > 1:
+        comm = float(step_totals(cat, step, s.gpu, st.bandwidth, st.peak, np.zeros(1)).comm_time_s[0])
+        layers = float(cat.model_arrays["num_layers"][s.model[0]])
+        extra = {"group": COMMUNICATION_ROW[0], "op": COMMUNICATION_ROW[1], "kind": "comm", "layers": layers, "bound": "communication"}
+        extra.update({"memory_time_s": 0.0, "compute_time_s": 0.0, "time_s": comm})
+        rows = pl.concat([rows, pl.DataFrame([extra])], how="diagonal_relaxed")
+    total = rows["time_s"].sum()
+    return rows.select(
         "group",
         "op",
         "kind",
@@ -330,8 +352,10 @@ def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
     aggregate_bw = n * st.bandwidth
     # a cache tensor parallelism cannot shard is read whole by every GPU
     kv_read_all_gpus = decode.sums.kv_read_bytes * n / memory["kv_shard"]
-    price = s.number("usd_per_gpu_hour")
+    given = s.number("usd_per_gpu_hour")
+    price = np.where(given > 0, given, hw.rent_usd_per_hour[s.gpu])
     power = hw.power_w[s.gpu]
+    prefill_tps = np.where(costed, s.number("prompt") / prefill.step_time_s, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         out: dict[str, Any] = {
             "scenario_id": np.arange(s.size),
@@ -359,7 +383,7 @@ def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
             "tokens_per_s_total": total,
             "time_per_output_token_s": np.where(served, cycle / tokens_per_step, np.nan),
             "ttft_s": np.where(costed, prefill.step_time_s, np.nan),
-            "prefill_tokens_per_s": np.where(costed, s.number("prompt") / prefill.step_time_s, np.nan),
+            "prefill_tokens_per_s": prefill_tps,
             "prefill_step_time_s": prefill.step_time_s,
             "prefill_flops": prefill.sums.flops,
             "prefill_bytes": prefill.sums.bytes,
@@ -370,7 +394,10 @@ def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
             "bandwidth_ceiling_with_kv_tokens_per_s": aggregate_bw / (decode.sums.weight_bytes + kv_read_all_gpus),
             "bandwidth_ceiling_with_kv_tokens_per_s_total": aggregate_bw / (decode.sums.weight_bytes + kv_read_all_gpus) * batch,
             **{key: memory[key] for key in _MEMORY_FIGURES},
-            "usd_per_million_tokens": np.where(price > 0, price * n / (total * 3600.0) * 1e6, np.nan),
+            "within_scaleup_domain": ~np.nan_to_num(n > hw.scaleup_domain[s.gpu], nan=False).astype(bool),
+            "usd_per_gpu_hour_used": price,
+            "usd_per_million_tokens": price * n / (total * 3600.0) * 1e6,
+            "usd_per_million_input_tokens": np.where(served, price * n / (prefill_tps * 3600.0) * 1e6, np.nan),
             "tokens_per_s_per_watt": total / (n * power),
         }
     out["flags"] = _flags(cat, s, st, memory["fits"])
@@ -457,16 +484,25 @@ def _pick(values: list[Any], positions: Index, dtype: Any) -> Any:
 
 def _flags(cat: Catalogue, s: ScenarioArrays, st: ScenarioSteps, fits: npt.NDArray[np.bool_]) -> Any:
     """Each scenario's flags: a list built once per distinct combination of its causes."""
-    no_link = (s.number("num_gpus") > 1) & np.isnan(cat.hardware.scaleup_bytes_per_s[s.gpu])
+    n, hw = s.number("num_gpus"), cat.hardware
+    no_link = (n > 1) & np.isnan(hw.scaleup_bytes_per_s[s.gpu])
+    no_latency = (n > 1) & np.isnan(hw.allreduce_latency_s[s.gpu]) & ~no_link
+    domain = hw.scaleup_domain[s.gpu]
+    too_wide = np.nan_to_num(n > domain, nan=False).astype(bool)  # NaN domain: no source says, not flagged
     ignored = (s.number("spec_draft_len") > 0) & (s.draft < 0)
     n_used = len(PEAK_PRECISIONS) + 1
+    # one code per distinct combination of causes; the domain enters as a row index so its size can be named
     code = (((s.compute * n_used + st.compute_used + 1) * 2 + no_link) * 2 + ~fits) * 2 + ignored
+    code = ((code * 2 + no_latency) * 2 + too_wide) * len(hw.ids) + s.gpu
     present = np.flatnonzero(np.bincount(code, minlength=1))
     position = np.zeros(int(code.max()) + 1, dtype=np.intp)
     position[present] = np.arange(len(present))
     lists = []
     for c in present:
-        rest, why_ignored = divmod(int(c), 2)
+        rest, g = divmod(int(c), len(hw.ids))
+        rest, wide = divmod(rest, 2)
+        rest, latency_unknown = divmod(rest, 2)
+        rest, why_ignored = divmod(rest, 2)
         rest, not_fitting = divmod(rest, 2)
         rest, unlinked = divmod(rest, 2)
         requested, used = divmod(rest, n_used)
@@ -477,6 +513,15 @@ def _flags(cat: Catalogue, s: ScenarioArrays, st: ScenarioSteps, fits: npt.NDArr
             flags.append(f"{asked} compute not native on this accelerator: computed at the {PEAK_PRECISIONS[used - 1]} peak")
         if unlinked:
             flags.append("no scale-up link figure: tensor-parallel communication not costed")
+        if latency_unknown:
+            flags.append("no published all-reduce latency: only the bytes of tensor-parallel communication are costed")
+        if wide:
+            size = int(hw.scaleup_domain[g])
+            flags.append(
+                f"{hw.names[g]} is one device: it is not ganged in tensor parallel in practice"
+                if size == 1
+                else f"tensor parallel wider than the scale-up domain ({size} devices): not built in practice; use replicas beyond it"
+            )
         if not_fitting:
             flags.append("does not fit in memory: weights + KV exceed the usable memory")
         if why_ignored:

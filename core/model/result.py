@@ -79,8 +79,19 @@ class Ceiling:
     fits: bool = _figure("", "weights + KV cache fit in the memory less the reserve")
     max_batch: int | None = _figure("sequences", "the largest batch that fits at this context (None: no KV cache to hold)")
     min_gpus: int | None = _figure("GPUs", "the fewest GPUs holding the weights and one sequence at this context")
+    within_scaleup_domain: bool = _figure(
+        "", "the GPUs fit in one scale-up domain of the accelerator (tensor parallelism that is built); true where no source gives it"
+    )
     # cost and efficiency
-    usd_per_million_tokens: float | None = _figure("USD", "price per GPU-hour x GPUs / output tokens per hour x 1e6")
+    usd_per_gpu_hour_used: float | None = _figure(
+        "USD", "the price per GPU-hour applied: the scenario's own, else the median published on-demand price"
+    )
+    usd_per_million_tokens: float | None = _figure(
+        "USD", "per million output tokens: price per GPU-hour x GPUs / output tokens per hour x 1e6"
+    )
+    usd_per_million_input_tokens: float | None = _figure(
+        "USD", "per million input tokens: price per GPU-hour x GPUs / prompt tokens per hour of prefill x 1e6"
+    )
     tokens_per_s_per_watt: float | None = _figure("tokens/s/W", "tokens_per_s_total / (GPUs x board power)")
     flags: list[str] = _figure("", "what the figures rest on that a reader should know")
 

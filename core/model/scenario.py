@@ -149,7 +149,12 @@ class Scenario(PrecisionFields):
     usd_per_gpu_hour: Annotated[
         float,
         Field(ge=0.0, le=1000.0),
-        Param("Price per GPU-hour", "Your price per GPU per hour; 0 leaves the cost per million tokens empty.", unit="USD", step=0.1),
+        Param(
+            "Price per GPU-hour",
+            "Your price per GPU per hour; 0 uses the median published on-demand price of the accelerator (none published: no cost).",
+            unit="USD",
+            step=0.1,
+        ),
     ] = 0.0
     flash_attention: Annotated[
         bool,

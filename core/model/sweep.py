@@ -52,6 +52,8 @@ SWEEP_COLUMNS = (
     "fits",
     "max_batch",
     "min_gpus",
+    "within_scaleup_domain",
+    "usd_per_gpu_hour_used",
     "usd_per_million_tokens",
     "tokens_per_s_per_watt",
     "flags",
@@ -105,11 +107,17 @@ def filter_results(
     fits_only: bool = True,
     bound: str | None = None,
     batch: int | None = None,
+    within_domain: bool = False,
 ) -> pl.DataFrame:
-    """The sweep rows that meet every given limit (None: no limit); rows lacking a figure fail its limit."""
+    """The sweep rows that meet every given limit (None: no limit); rows lacking a figure fail its limit.
+
+    `within_domain` keeps only tensor-parallel groups one scale-up domain holds (no 16 x H100 in tensor parallel).
+    """
     cond = pl.lit(True)
     if fits_only:
         cond = cond & pl.col("fits")
+    if within_domain:
+        cond = cond & pl.col("within_scaleup_domain")
     if max_tpot_s is not None:
         cond = cond & (pl.col("time_per_output_token_s") <= max_tpot_s)
     if max_ttft_s is not None:

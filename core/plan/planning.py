@@ -203,7 +203,10 @@ def levers(cat: Catalogue, scenario: Scenario, result: Ceiling | None = None) ->
         mine, theirs = cat.gpu(scenario.gpu), cat.gpu(faster)
         ratio = theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s
         add("more bandwidth", f"{mine.name} → {theirs.name} ({ratio:.2f}× bandwidth)", gpu=faster)
-    if scenario.num_gpus * 2 <= 1024:
+    domain = cat.gpu(scenario.gpu).scaleup_domain
+    if domain is not None and scenario.num_gpus * 2 > domain:
+        add("twice the GPUs", f"{scenario.num_gpus * 2} GPUs exceed one scale-up domain ({domain}): replicas add users, not speed")
+    elif scenario.num_gpus * 2 <= 1024:
         add("twice the GPUs", f"{scenario.num_gpus} → {scenario.num_gpus * 2} GPUs (tensor parallel)", num_gpus=scenario.num_gpus * 2)
     return out
 

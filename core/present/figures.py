@@ -25,8 +25,9 @@ from core.model.ceilings import ceiling, ceilings_by_batch, operation_table
 from core.model.result import Ceiling
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_points, ridge_table, roof_lines
 from core.model.scenario import Scenario
+from core.plan.costs import Ownership
 from core.plan.planning import frontier, memory_use, step_breakdown, what_ifs
-from core.plan.purchase import compare_accelerators
+from core.plan.purchase import Load, compare_accelerators, frontier_curves
 from core.present.charts import (
     empirical_roofs,
     measured_roofline_chart,
@@ -35,7 +36,7 @@ from core.present.charts import (
     roofline_chart,
     throughput_batch_chart,
 )
-from core.present.plan_charts import comparison_bars, frontier_chart, memory_chart, step_breakdown_chart
+from core.present.plan_charts import comparison_bars, frontier_chart, memory_chart, purchase_frontier_chart, step_breakdown_chart
 from core.present.readings import comparison_reading, frontier_reading, plain_reading
 from core.present.tables import comparison_display, comparison_table, operations_display, what_if_display
 from core.present.text import duration, si
@@ -131,7 +132,7 @@ def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool =
     chart = roofline_chart(
         view.roofs, points, view.paths, title=f"{view.title} · batch {sc.batch}", width=width, height=height, products=view.products
     )
-    table = operations_display(operation_table(cat, sc)) if operations else None
+    table = operations_display(operation_table(cat, sc, communication=True)) if operations else None
     return RooflineAt(result, points, chart.to_dict(validate=False), plain_reading(points, result), table)
 
 
@@ -221,13 +222,16 @@ def calculator_view(cat: Catalogue, sc: Scenario) -> CalculatorView:
 
 @dataclass(frozen=True)
 class CompareView:
-    """The comparison, its display form, its reading and the bar charts (None when nothing meets the goal)."""
+    """The comparison, its display form, its reading, the frontier (two views) and the bar charts (None when nothing qualifies)."""
 
     table: pl.DataFrame
     met: int
     reading: str | None
     shown: pl.DataFrame
     chart: Spec | None
+    curves: pl.DataFrame
+    frontier: Spec | None  # output tokens/s per GPU against tokens/s per user
+    frontier_cost: Spec | None  # $ per million output tokens against tokens/s per user
 
 
 def compare_view(
@@ -237,15 +241,41 @@ def compare_view(
     *,
     max_tpot_s: float | None,
     max_ttft_s: float | None,
-    prices: Mapping[str, float],
-    sort_by: str,
-    title: str,
+    own: Ownership | None = None,
+    prices: Mapping[str, float] | None = None,
+    buy_prices: Mapping[str, float] | None = None,
+    load: Load | None = None,
+    sort_by: str = "usd_per_million_tokens",
+    title: str = "",
 ) -> CompareView:
-    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators), ready to show."""
-    table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, prices=prices, sort_by=sort_by)
+    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show."""
+    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices}
+    table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, load=load, sort_by=sort_by, **kw)
     met = int((table["status"] == "ok").sum())
     chart = comparison_bars(table, title=title).to_dict(validate=False) if met else None
-    return CompareView(table, met, comparison_reading(table) if met else None, comparison_display(table), chart)
+    curves = frontier_curves(cat, table, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, **kw)
+    views: list[Spec | None] = [None, None]
+    if not curves.is_empty():
+        heading = f"{title}: each curve is one configuration's batch sweep; ringed: the one kept"
+        views[0] = purchase_frontier_chart(curves, max_tpot_s=max_tpot_s, title=heading).to_dict(validate=False)
+        if curves["usd_per_million_tokens"].is_not_null().any():
+            cost = purchase_frontier_chart(curves, y="usd_per_million_tokens", max_tpot_s=max_tpot_s, title=heading)
+            views[1] = cost.to_dict(validate=False)
+    reading = comparison_reading(table) if met else None
+    return CompareView(table, met, reading, comparison_display(table), chart, curves, views[0], views[1])
+
+
+def sweep_frontier(rows: pl.DataFrame, *, max_tpot_s: float | None, title: str) -> Spec | None:
+    """A sweep's rows on the throughput-interactivity frontier: one curve per accelerator x GPUs x model x weights x context
+    over its batches (None when no row has throughput)."""
+    data = rows.filter(pl.col("tokens_per_s_total").is_not_null() & (pl.col("tokens_per_s_total") > 0))
+    if data.is_empty():
+        return None
+    data = data.with_columns(
+        (pl.col("tokens_per_s_total") / pl.col("num_gpus")).alias("tokens_per_s_per_gpu"),
+        pl.format("{} × {} · {} {} · context {}", "num_gpus", "gpu_name", "model", "weights", "context").alias("series"),
+    )
+    return purchase_frontier_chart(data, max_tpot_s=max_tpot_s, title=title, height=420, colour_by="gpu_name").to_dict(validate=False)
 
 
 # -- measured against predicted ----------------------------------------------------

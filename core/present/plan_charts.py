@@ -6,6 +6,8 @@ orange is compute. Log scales only ever see values > 0 (core.present.charts.posi
 
 from __future__ import annotations
 
+from typing import Any
+
 import altair as alt
 import polars as pl
 
@@ -24,7 +26,7 @@ PAD = alt.AutoSizeParams(type="pad")
 COMPARISON_METRICS = {
     "tokens_per_s_per_user": "tokens/s per user",
     "tokens_per_s_total": "tokens/s total",
-    "usd_per_million_tokens": "$ per million tokens",
+    "usd_per_million_tokens": "$ per million output tokens",
     "tokens_per_s_per_watt": "tokens/s per W",
 }
 
@@ -175,3 +177,73 @@ def _padded(values: pl.Series, pad: float) -> list[float]:
         return [1.0, 10.0]
     lo, hi = float(values.min()), float(values.max())  # type: ignore[arg-type]
     return [lo / pad, hi * pad]
+
+
+#: The frontier's vertical axes: column -> (title, number format).
+FRONTIER_AXES = {
+    "tokens_per_s_per_gpu": ("output tokens/s per GPU (log)", ",~g"),
+    "usd_per_million_tokens": ("$ per million output tokens (log)", "$,~g"),
+}
+
+
+def purchase_frontier_chart(
+    curves: pl.DataFrame,
+    *,
+    y: str = "tokens_per_s_per_gpu",
+    max_tpot_s: float | None = None,
+    title: str = "",
+    width: int = 640,
+    height: int = 360,
+    colour_by: str = "series",
+) -> alt.LayerChart:
+    """The throughput-interactivity frontier of several accelerators: one curve per accelerator over its batches,
+    x = tokens/s per user, y = output tokens/s per GPU (or $ per million output tokens), both log.
+
+    The service target is a vertical rule at 1 / TPOT tokens/s per user (points left of it miss it); the
+    configuration each accelerator is kept at is a large ringed point. `curves` comes from
+    core.plan.purchase.frontier_curves, or is a sweep's rows with a `series` column naming each curve (coloured
+    `colour_by` another column, e.g. the accelerator).
+    """
+    axis_title, fmt = FRONTIER_AXES[y]
+    data = positive(curves, "tokens_per_s_per_user", y)
+    if "series" not in data.columns:
+        data = data.with_columns(pl.format("{} × {}", pl.col("num_gpus"), pl.col("gpu_name")).alias("series"))
+    if "chosen" not in data.columns:
+        data = data.with_columns(pl.lit(False).alias("chosen"))
+    x = alt.X(
+        "tokens_per_s_per_user:Q",
+        scale=alt.Scale(type="log", domain=_padded(data["tokens_per_s_per_user"], 1.3), nice=False),
+        axis=alt.Axis(format=",~g", title="tokens/s per user (log) → more interactive"),
+    )
+    yy = alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=_padded(data[y], 1.4)), axis=alt.Axis(format=fmt, title=axis_title))
+    legend = alt.Legend(orient="bottom", columns=2 if colour_by == "series" else 4, labelLimit=320)
+    colour = alt.Color(f"{colour_by}:N", title="Configuration" if colour_by == "series" else "Accelerator", legend=legend)
+    tips = [
+        alt.Tooltip("series:N", title="Configuration"),
+        alt.Tooltip("batch:Q", title="Batch"),
+        alt.Tooltip("tokens_per_s_per_user:Q", format=",.1f", title="Tokens/s per user"),
+        alt.Tooltip("tokens_per_s_per_gpu:Q", format=",.0f", title="Output tokens/s per GPU"),
+        alt.Tooltip("time_per_output_token_s:Q", format=",.4f", title="Time per output token (s)"),
+        alt.Tooltip("usd_per_million_tokens:Q", format="$,.3f", title="$ per million output tokens"),
+        alt.Tooltip("bound:N", title="Decode is"),
+    ]
+    line = alt.Chart(data).mark_line(strokeWidth=2).encode(x=x, y=yy, color=colour, detail="series:N", order="batch:Q")
+    dots = alt.Chart(data).mark_point(filled=True, size=45).encode(x=x, y=yy, color=colour, tooltip=tips)
+    layers: list[Any] = [line, dots]
+    kept = data.filter(pl.col("chosen"))
+    if kept.height:
+        kept = kept.with_columns(pl.format("batch {}", pl.col("batch")).alias("label"))
+        layers.append(alt.Chart(kept).mark_point(size=380, strokeWidth=3, filled=False).encode(x=x, y=yy, color=colour, tooltip=tips))
+        layers.append(
+            alt.Chart(kept).mark_text(align="left", dx=12, dy=-10, fontWeight="bold").encode(x=x, y=yy, text="label:N", color=colour)
+        )
+    if max_tpot_s:
+        rule = pl.DataFrame({"tokens_per_s_per_user": [1.0 / max_tpot_s], "label": [f"target: TPOT ≤ {max_tpot_s * 1e3:g} ms"]})
+        layers.append(alt.Chart(rule).mark_rule(color="#c53030", strokeDash=[6, 4], strokeWidth=2).encode(x="tokens_per_s_per_user:Q"))
+        layers.append(
+            alt.Chart(rule)
+            .mark_text(align="left", baseline="bottom", dx=5, y=height - 4, color="#c53030", fontWeight="bold")
+            .encode(x="tokens_per_s_per_user:Q", text="label:N")
+        )
+    chart: alt.LayerChart = alt.layer(*layers).properties(title=title, width=width, height=height, autosize=PAD)  # type: ignore[assignment]
+    return chart

@@ -81,7 +81,8 @@ def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, re
 
 
 def comparison_reading(table: pl.DataFrame) -> str:
-    """One sentence comparing the fastest and the slowest qualifying accelerator per user.
+    """Two sentences: the cheapest qualifying accelerator per million tokens (when priced), and the fastest per user
+    against the slowest, like with like: per-GPU figures at equal GPU counts, aggregate ones when the counts differ.
 
     Says when the faster one wins despite a lower peak: decode at this batch
     follows bandwidth, not FLOP/s (seed 004's L40S vs A100 80GB).
@@ -89,15 +90,30 @@ def comparison_reading(table: pl.DataFrame) -> str:
     ok = table.filter((pl.col("status") == "ok") & pl.col("tokens_per_s_per_user").is_not_null())
     if ok.height < 2:
         return ""
+    parts = []
+    priced = ok.filter(pl.col("usd_per_million_tokens").is_not_null()).sort("usd_per_million_tokens")
+    if priced.height >= 2:
+        lo, hi = priced.row(0, named=True), priced.row(-1, named=True)
+        parts.append(
+            f"Cheapest: {lo['gpu_name']} at ${lo['usd_per_million_tokens']:,.3g} per million output tokens "
+            f"({lo['num_gpus']} GPU{'s' if lo['num_gpus'] > 1 else ''}, batch {lo['batch']}), "
+            f"{hi['usd_per_million_tokens'] / lo['usd_per_million_tokens']:.1f}× less than {hi['gpu_name']}."
+        )
     ranked = ok.sort("tokens_per_s_per_user", descending=True)
     fast, slow = ranked.row(0, named=True), ranked.row(-1, named=True)
     speed = fast["tokens_per_s_per_user"] / slow["tokens_per_s_per_user"]
-    peak = fast["peak_flops"] / slow["peak_flops"]
-    bw = fast["bandwidth_bytes_per_s"] / slow["bandwidth_bytes_per_s"]
     text = f"{fast['gpu_name']} is {speed:.1f}× faster per user than {slow['gpu_name']}"
-    if peak < 1:
-        text += f" despite a lower {fast['compute_used']} peak per GPU ({peak:.2f}× the other's)"
-    return text + f": it has {bw:.2f}× the bandwidth per GPU, and decode at this batch is {fast['bound']}-bound."
+    if fast["num_gpus"] == slow["num_gpus"]:
+        peak = fast["peak_flops"] / slow["peak_flops"]
+        bw = fast["bandwidth_bytes_per_s"] / slow["bandwidth_bytes_per_s"]
+        if peak < 1:
+            text += f" despite a lower {fast['compute_used']} peak per GPU ({peak:.2f}× the other's)"
+        text += f": on {fast['num_gpus']} GPU{'s' if fast['num_gpus'] > 1 else ''} each it has {bw:.2f}× the bandwidth"
+    else:
+        bw = fast["bandwidth_bytes_per_s"] * fast["num_gpus"] / (slow["bandwidth_bytes_per_s"] * slow["num_gpus"])
+        text += f": its {fast['num_gpus']} GPUs have {bw:.2f}× the aggregate bandwidth of the other's {slow['num_gpus']}"
+    parts.append(text + f", and decode at this batch is {fast['bound']}-bound.")
+    return " ".join(parts)
 
 
 def sweep_answer(frame: pl.DataFrame, matched: pl.DataFrame) -> str:

@@ -86,7 +86,7 @@ def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | 
     ridge_svg = export_chart(
         ridge_bars(ridges, decode_matmul_intensity(scenario.batch, scenario.weights), title=f"Ridge points at {prec}"), "svg"
     ).decode("utf-8")
-    ops = operation_table(cat, scenario)
+    ops = operation_table(cat, scenario, communication=True)
     when = (generated or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     e = html.escape
 

@@ -125,19 +125,29 @@ def what_if_display(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def comparison_display(table: pl.DataFrame) -> pl.DataFrame:
-    """The comparison in reading units (units in the column names)."""
+    """The comparison in reading units (units in the column names); the price's basis and date beside every $ figure."""
     return table.select(
         pl.col("gpu_name").alias("accelerator"),
         "status",
         pl.col("num_gpus").alias("GPUs"),
         "batch",
+        pl.col("binds").alias("what binds"),
         pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
+        pl.col("tokens_per_s_per_gpu").alias("tokens/s per GPU"),
         pl.col("tokens_per_s_total").alias("tokens/s total"),
         (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
         (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
+        pl.col("usd_per_million_tokens").alias("$ per million output tokens"),
+        pl.col("usd_per_million_input_tokens").alias("$ per million input tokens"),
         pl.col("usd_per_gpu_hour").alias("$ per GPU-hour"),
-        pl.col("usd_per_million_tokens").alias("$ per million tokens"),
+        pl.col("price_basis").alias("price used"),
+        pl.col("break_even_months").alias("buying pays off after (months)"),
         pl.col("tokens_per_s_per_watt").alias("tokens/s per W"),
+        pl.col("replicas"),
+        pl.col("gpus_needed").alias("GPUs for the load"),
+        pl.col("usd_per_month").alias("$ per month for the load"),
+        pl.col("why").alias("why this configuration"),
+        pl.col("scaleup_domain").alias("scale-up domain (GPUs)"),
         pl.col("ridge").alias("ridge (FLOP/B)"),
         pl.col("compute_used").alias("compute"),
         pl.col("bound"),
@@ -164,7 +174,9 @@ def sweep_display(frame: pl.DataFrame) -> pl.DataFrame:
         (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
         pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
         pl.col("tokens_per_s_total").alias("tokens/s total"),
+        (pl.col("tokens_per_s_total") / pl.col("num_gpus")).alias("tokens/s per GPU"),
         (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
+        pl.col("usd_per_million_tokens").alias("$ per million output tokens (median on-demand price)"),
         pl.col("bound"),
         pl.col("ridge").alias("ridge (FLOP/B)"),
         (pl.col("memory_required_bytes") / 1e9).alias("memory needed (GB)"),
@@ -223,3 +235,20 @@ def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
         elif isinstance(dtype, pl.List):
             exprs.append(pl.col(name).cast(pl.List(pl.String)).list.join("; ").alias(name))
     return frame.with_columns(exprs) if exprs else frame
+
+
+def prices_display(prices: pl.DataFrame, gpu_ids: list[str], kind: str, names: dict[str, str]) -> pl.DataFrame:
+    """Every published price of one kind for the accelerators given, in their order, oldest last within one, with its source."""
+    order = {g: i for i, g in enumerate(gpu_ids)}
+    rows = prices.filter(pl.col("gpu").is_in(gpu_ids) & (pl.col("kind") == kind))
+    unit = "$ per GPU-hour" if kind == "rent" else "$ per GPU"
+    return rows.sort(pl.col("gpu").replace_strict(order, return_dtype=pl.Int64), pl.col("as_of"), descending=[False, True]).select(
+        pl.col("gpu").replace_strict(names, default=pl.col("gpu")).alias("accelerator"),
+        pl.col("usd").alias(unit),
+        "provider",
+        "offer",
+        pl.col("region"),
+        pl.when(pl.col("as_of") != "").then(pl.col("as_of")).otherwise(pl.lit("undated")).alias("as of"),
+        pl.col("source_url").alias("source"),
+        "note",
+    )

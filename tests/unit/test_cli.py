@@ -132,6 +132,12 @@ def test_sweep_writes_parquet_and_csv(db, tmp_path):
         (("ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--weights", "fp9"), "unknown precision 'fp9'"),
         (("ridge", "--gpu", "a100-80gb-sxm", "--precision", "fp8"), "has no fp8 peak"),
         (("sweep", "--gpu", "h100-sxm", "--batch", "0", "--out", "x.csv"), "--batch"),
+        (("compare", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--price", "h100-sxm=free"), "--price: expected ID=USD"),
+        (("compare", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--buy", "--pue", "0.5"), "--pue"),
+        (("compare", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--requests-per-s", "3"), "go together"),
+        (("compare", "--gpu", "h100", "--model", "llama-3.1-8b"), "unknown accelerator 'h100'"),
+        (("prices", "--gpu", "h100"), "unknown accelerator 'h100'"),
+        (("frontier", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--num-gpus", "0"), "--num-gpus"),
     ],
 )
 def test_bad_arguments_exit_non_zero_with_a_message_naming_them(db, args, message):
@@ -205,3 +211,64 @@ def test_import_context_options_are_the_import_context_fields():
         "input_tokens": 512,
         "output_tokens": None,
     }
+
+
+def test_prices_lists_every_published_price_with_its_source_date_and_the_median_used(db):
+    """`prices --gpu h100-sxm --kind rent`: the CSV's rows for it, each with source and date, and the median the app uses."""
+    import csv
+    import statistics
+
+    from core.store import SEED
+
+    rows = [r for r in csv.DictReader((SEED / "prices.csv").open(encoding="utf-8")) if r["gpu"] == "h100-sxm" and r["kind"] == "rent"]
+    out = ok(db, "prices", "--gpu", "h100-sxm", "--kind", "rent")
+    assert isinstance(out, list) and len(out) == len(rows)
+    assert {r["source_url"] for r in out} == {r["source_url"] for r in rows}
+    assert {r["median_used"] for r in out} == {statistics.median(float(r["usd"]) for r in rows)}
+    assert all(set(r) >= {"usd", "provider", "offer", "as_of", "source_url", "note", "old"} for r in out)
+
+
+def test_compare_with_an_mlperf_preset_rented_and_bought(db):
+    """`compare --target mlperf-llama2-70b-interactive`: every configuration kept meets 450 ms / 40 ms; --buy costs ownership
+    at the given price: ($30,000 / (5 x 8,760) + 0.7 kW x 1.5 x $0.10) per GPU-hour."""
+    args = ("compare", "--gpu", "h100-sxm", "--gpu", "mi300x", "--model", "llama-2-70b", "--weights", "fp8", "--kv", "fp8")
+    out = ok(db, *args, "--target", "mlperf-llama2-70b-interactive")
+    assert out["target"]["tpot_s"] == 0.04 and out["target"]["ttft_s"] == 0.45 and "inference_rules" in out["target"]["source"]
+    for row in out["accelerators"]:
+        if row["status"] == "ok":
+            assert row["time_per_output_token_s"] <= 0.04 and row["ttft_s"] <= 0.45
+            assert row["price_kind"] == "rent" and row["usd_per_million_tokens"] > 0 and row["price_basis"]
+    bought = ok(db, *args, "--buy", "--years", "5", "--usd-per-kwh", "0.1", "--pue", "1.5", "--price", "h100-sxm=30000")
+    h100 = next(r for r in bought["accelerators"] if r["gpu"] == "h100-sxm")
+    assert h100["usd_per_gpu_hour"] == pytest.approx(30_000 / 43_800 + 0.105)
+    assert h100["price_basis"].endswith("your price")
+
+
+def test_compare_sizes_a_load_and_frontier_lists_the_curve(db):
+    """A load of 20 requests/s of 1,024 in / 128 out: replicas x GPUs; `frontier` gives one point per batch that fits."""
+    out = ok(
+        db,
+        "compare",
+        "--gpu",
+        "h100-sxm",
+        "--model",
+        "llama-3.1-8b",
+        "--tpot-ms",
+        "30",
+        "--ttft-s",
+        "1",
+        "--requests-per-s",
+        "20",
+        "--input-tokens",
+        "1024",
+        "--output-tokens",
+        "128",
+    )
+    row = out["accelerators"][0]
+    assert out["workload"]["prompt"] == 1024 and out["workload"]["context"] == 1152
+    assert row["gpus_needed"] == row["replicas"] * row["num_gpus"] >= 1
+    front = ok(db, "frontier", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--num-gpus", "2")
+    points = front["points"]
+    assert points and {p["num_gpus"] for p in points} == {2}
+    assert all(p["tokens_per_s_per_gpu"] == pytest.approx(p["tokens_per_s_total"] / 2) for p in points)
+    assert [p["batch"] for p in points] == sorted(p["batch"] for p in points)
