@@ -281,7 +281,7 @@ def operation_table(cat: Catalogue, scenario: Scenario, *, phase: str = "decode"
     rows = pl.concat([labels, costs], how="horizontal")
     if communication and scenario.num_gpus > 1:
         comm = float(step_totals(cat, step, s.gpu, st.bandwidth, st.peak, np.zeros(1)).comm_time_s[0])
-        layers = float(cat.model_arrays["num_layers"][s.model[0]])
+        layers = int(cat.model_arrays["num_layers"][s.model[0]])
         extra = {"group": COMMUNICATION_ROW[0], "op": COMMUNICATION_ROW[1], "kind": "comm", "layers": layers, "bound": "communication"}
         extra.update({"memory_time_s": 0.0, "compute_time_s": 0.0, "time_s": comm})
         rows = pl.concat([rows, pl.DataFrame([extra])], how="diagonal_relaxed")

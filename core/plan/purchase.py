@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.specs import SOURCE_SEPARATOR
 from core.model.ceilings import evaluate
+from core.model.result import RESULT_SCHEMA
 from core.model.scenario import Scenario, grid
 from core.plan.costs import HOURS_PER_MONTH, Ownership, break_even_months, owned_usd_per_gpu_hour, served_usd_per_gpu_hour
 
@@ -217,28 +218,8 @@ def evaluate_configurations(
     axes = pl.concat(frames).with_columns(
         pl.col("gpu").replace_strict(dict(served), default=0.0, return_dtype=pl.Float64).alias("usd_per_gpu_hour")
     )
-    columns = [
-        "gpu",
-        "gpu_name",
-        "num_gpus",
-        "batch",
-        "fits",
-        "tokens_per_s_per_user",
-        "tokens_per_s_total",
-        "time_per_output_token_s",
-        "ttft_s",
-        "prefill_tokens_per_s",
-        "usd_per_million_tokens",
-        "usd_per_million_input_tokens",
-        "tokens_per_s_per_watt",
-        "ridge",
-        "compute_used",
-        "bound",
-        "peak_flops",
-        "bandwidth_bytes_per_s",
-        "memory_required_bytes",
-        "capacity_bytes",
-    ]
+    # the comparison's columns the engine gives (its price columns come from `pricing`), and what the search needs
+    columns = [c for c in COMPARISON_COLUMNS if c in RESULT_SCHEMA and c != "usd_per_gpu_hour"] + ["fits", "prefill_tokens_per_s"]
     out = evaluate(cat, axes, columns=columns)
     priced = pl.col("gpu").is_in(list(served))
     return out.with_columns(

@@ -143,9 +143,9 @@ def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | 
                     r["group"],
                     r["op"],
                     r["layers"],
-                    f"{r['flops'] / 1e9:,.3g}",
-                    f"{r['weight_bytes'] / 1e6:,.4g}",
-                    f"{r['kv_bytes'] / 1e6:,.4g}",
+                    _scaled(r["flops"], 1e9, ",.3g"),
+                    _scaled(r["weight_bytes"], 1e6, ",.4g"),
+                    _scaled(r["kv_bytes"], 1e6, ",.4g"),
                     "n/a" if r["intensity"] is None else f"{r['intensity']:,.1f}",
                     r["bound"],
                     f"{r['time_s'] * 1e6:,.4g}",
@@ -185,3 +185,8 @@ def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:
     head = "<tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr>" if columns else ""
     body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table>{head}{body}</table>"
+
+
+def _scaled(value: float | None, unit: float, fmt: str) -> str:
+    """A table cell in reading units; an em dash where the row has no such figure (the all-reduce row moves no HBM bytes of its own)."""
+    return "—" if value is None else format(value / unit, fmt)

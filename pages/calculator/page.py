@@ -60,10 +60,15 @@ m[2].metric(
 m[3].metric("Time to first token", duration(r.ttft_s), help="Prefill of one prompt on these GPUs.")
 m[4].metric("Bound by", r.bound, help=f"Whole-step intensity {r.intensity:.1f} FLOP/byte against a ridge of {r.ridge or 0:.0f} FLOP/byte.")
 m[5].metric("Fits in memory", "yes" if r.fits else "no", help="Weights + KV cache within the GPUs' memory less the reserve.")
+used = cat.price(sc.gpu, "rent", override=sc.usd_per_gpu_hour)
 if r.usd_per_million_tokens is not None:
     st.markdown(
-        f"**${r.usd_per_million_tokens:,.3f} per million output tokens** at this ceiling · {si(r.tokens_per_s_per_watt)} tokens/s per W"
+        f"**${r.usd_per_million_tokens:,.3f} per million output tokens**, ${r.usd_per_million_input_tokens or 0:,.3f} per million input "
+        f"tokens at this ceiling · {si(r.tokens_per_s_per_watt)} tokens/s per W"
     )
+    st.caption(f"Price: {escape_markdown(used.label)}. Set your own under Options; the Compare page also costs buying.")
+elif r.fits:
+    st.caption(f"No cost: {escape_markdown(used.label)} (under Options).")
 for flag in r.flags:
     st.warning(flag, icon=":material/flag:")
 

@@ -1,4 +1,4 @@
-"""Compare accelerators for one workload: GPUs needed, best batch, tokens/s, $ per million tokens."""
+"""Compare accelerators for one workload: the cheapest configuration under a service target, its cost rented or owned, the frontier."""
 
 from __future__ import annotations
 
@@ -9,14 +9,21 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.model.scenario import Scenario
-from core.plan.purchase import SORT_KEYS, SORT_LABELS, price_table
+from core.plan.costs import DEFAULT_SOURCES, Ownership
+from core.plan.purchase import SORT_KEYS, SORT_LABELS, Load, price_table
+from core.plan.targets import BY_KEY as TARGETS
+from core.plan.targets import CUSTOM, OPTION_LABELS, targets_for
 from core.present.figures import CompareView, compare_view
+from core.present.tables import prices_display
 from core.present.text import escape_markdown
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, scenario
 from pages.shared.ui import chart_exports, number_columns, show_chart, table_download
 
 MODES = ["fixed batch", "service target"]
+PAY = ["rent", "buy"]
+#: The link parameters of the prices the user typed, one `id:usd` per accelerator (written by hand: a table is no widget).
+PRICE_PARAMS = {"rent": "cmp_rent", "buy": "cmp_buy"}
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
@@ -26,16 +33,78 @@ def figures(
     sc: Scenario,
     max_tpot_s: float | None,
     max_ttft_s: float | None,
-    prices: Mapping[str, float],
+    own: Ownership,
+    rent: Mapping[str, float],
+    buy: Mapping[str, float],
+    load: Load | None,
     sort_by: str,
     title: str,
 ) -> CompareView:
-    return compare_view(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, prices=prices, sort_by=sort_by, title=title)
+    return compare_view(
+        cat,
+        picked,
+        sc,
+        max_tpot_s=max_tpot_s,
+        max_ttft_s=max_ttft_s,
+        own=own,
+        prices=rent,
+        buy_prices=buy,
+        load=load,
+        sort_by=sort_by,
+        title=title,
+    )
+
+
+def _typed_prices(kind: str, known: set[str]) -> dict[str, float]:
+    """The user's prices of one kind: from this session, else from the link (`id:usd`, repeated)."""
+    state = f"_cmp_{kind}_prices"
+    if state not in st.session_state:
+        given: dict[str, float] = {}
+        for item in st.query_params.get_all(PRICE_PARAMS[kind]):
+            gpu, _, usd = item.partition(":")
+            try:
+                value = float(usd)
+            except ValueError:
+                value = -1.0
+            if gpu in known and value > 0:
+                given[gpu] = value
+            else:
+                st.warning(f"Link parameter {PRICE_PARAMS[kind]}={item!r} is not an accelerator id and a price > 0; ignored.")
+        st.session_state[state] = given
+    return dict(st.session_state[state])
+
+
+def _keep_prices(kind: str, prices: dict[str, float]) -> None:
+    """Remember the user's prices for the session and write them into the link."""
+    st.session_state[f"_cmp_{kind}_prices"] = prices
+    items = [f"{g}:{v:g}" for g, v in sorted(prices.items())]
+    if items:
+        st.query_params[PRICE_PARAMS[kind]] = items
+    elif PRICE_PARAMS[kind] in st.query_params:
+        del st.query_params[PRICE_PARAMS[kind]]
+
+
+def _apply_preset() -> None:
+    """A preset picked: its limits go into the two number boxes."""
+    key = st.session_state.get("cmp_target")
+    if key in TARGETS:
+        st.session_state["cmp_tpot"] = TARGETS[key].tpot_s * 1e3
+        st.session_state["cmp_ttft"] = TARGETS[key].ttft_s
+
+
+def _limits_edited() -> None:
+    """A limit typed by hand: the preset no longer says it."""
+    key = st.session_state.get("cmp_target")
+    if key in TARGETS and (
+        st.session_state.get("cmp_tpot") != TARGETS[key].tpot_s * 1e3 or st.session_state.get("cmp_ttft") != TARGETS[key].ttft_s
+    ):
+        st.session_state["cmp_target"] = CUSTOM
 
 
 st.title("Compare accelerators")
 st.caption(
-    "The workload (model, weights, compute, KV cache, context, prompt, batch) is the sidebar's scenario; its accelerator and GPU count are ignored here."
+    "The workload (model, weights, compute, KV cache, context, prompt, batch) is the sidebar's scenario; its accelerator and GPU count "
+    "are chosen here: per accelerator the cheapest configuration (GPUs × batch, tensor parallel within one scale-up domain)."
 )
 cat = catalogue()
 sc = scenario()
@@ -48,90 +117,254 @@ picked = st.multiselect(
     format_func=names.__getitem__,
     key="cmp_gpus",
     bind="query-params",
-    help="Any number of accelerators; each gets the fewest GPUs (1, 2, 4 ... 64, tensor parallel) that hold the workload.",
+    help="Any number of accelerators; each is tried at 1, 2, 4 ... GPUs in tensor parallel, up to its scale-up domain "
+    "(8 on an HGX board, 72 in an NVL72 rack, 1 for Apple and Jetson parts).",
 )
-c1, c2, c3, c4 = st.columns([2, 1, 1, 2])
+c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 2])
 mode = c1.radio(
     "Workload",
     MODES,
     horizontal=True,
     key="cmp_mode",
     bind="query-params",
-    help="Fixed batch: the sidebar's batch. Service target: the batch (1 to 1,024) with the most tokens/s that meets both limits.",
+    help="Fixed batch: the sidebar's batch. Service target: every batch from 1 to 1,024 is tried and the cheapest that meets both limits kept.",
 )
 targeted = mode == "service target"
-tpot_ms = c2.number_input(
-    "Time per output token ≤ (ms)",
+presets = targets_for(sc.model)
+c2.selectbox(
+    "Preset target",
+    [CUSTOM, *(t.key for t in presets)],
+    format_func=OPTION_LABELS.__getitem__,  # the labels the link carries (params.LINKS says so too)
+    key="cmp_target",
+    bind="query-params",
+    on_change=_apply_preset,
+    disabled=not targeted,
+    help="Published latency limits (MLPerf Inference's Server and Interactive scenarios, for the model they were set for) "
+    "or this app's chat and batch assumptions; picking one fills both limits.",
+)
+tpot_ms = c3.number_input(
+    "TPOT ≤ (ms)",
     1.0,
     10_000.0,
     50.0,
     1.0,
     key="cmp_tpot",
     bind="query-params",
+    on_change=_limits_edited,
     disabled=not targeted,
-    help="Latency each user sees between tokens, in ms.",
+    help="Time per output token each user sees, in ms (50 ms = 20 tokens/s per user).",
 )
-ttft_s = c3.number_input(
-    "Time to first token ≤ (s)",
+ttft_s = c4.number_input(
+    "TTFT ≤ (s)",
     0.01,
     600.0,
     2.0,
     0.1,
     key="cmp_ttft",
     bind="query-params",
+    on_change=_limits_edited,
     disabled=not targeted,
-    help="Prefill time of one prompt, in seconds.",
+    help="Time to first token: the prefill of one prompt, in seconds.",
 )
-sort_by = c4.selectbox(
+sort_by = c5.selectbox(
     "Sort by",
     list(SORT_KEYS),
     key="cmp_sort",
     bind="query-params",
     format_func=SORT_LABELS.__getitem__,  # the labels the link carries (params.LINKS says so too)
-    help="Best first; unmet accelerators last.",
+    help="Best first; accelerators that miss the target or do not fit last.",
 )
+preset = TARGETS.get(str(st.session_state.get("cmp_target")))
+if targeted and preset is not None:
+    st.caption(f"Target: {escape_markdown(preset.source)}.")
+
+d1, d2, d3, d4, d5, d6, d7 = st.columns([2, 1, 1, 1, 1, 1, 1])
+pay = d1.radio(
+    "Pay for GPU-hours by",
+    PAY,
+    horizontal=True,
+    key="cmp_pay",
+    bind="query-params",
+    help="Rent: the on-demand price per GPU-hour, paid only while used. "
+    "Buy: the purchase price over the years below plus the energy of every hour, over the utilisation.",
+)
+years = d2.number_input(
+    "Years", 1.0, 15.0, 6.0, 0.5, key="cmp_years", bind="query-params", help=f"Buy: amortisation. Default {DEFAULT_SOURCES['years']}."
+)
+kwh = d3.number_input(
+    "$ per kWh",
+    0.0,
+    2.0,
+    0.081,
+    0.005,
+    format="%.3f",
+    key="cmp_kwh",
+    bind="query-params",
+    help=f"Energy price. Default: {DEFAULT_SOURCES['usd_per_kwh']}.",
+)
+pue = d4.number_input(
+    "PUE",
+    1.0,
+    3.0,
+    1.54,
+    0.01,
+    key="cmp_pue",
+    bind="query-params",
+    help=f"Facility power over IT power. Default: {DEFAULT_SOURCES['pue']}.",
+)
+util = d5.number_input(
+    "Utilisation (%)",
+    1.0,
+    100.0,
+    100.0,
+    5.0,
+    key="cmp_util",
+    bind="query-params",
+    help="Share of hours the GPUs serve. Buy: an owned GPU is paid every hour, so its cost per token is divided by this. "
+    "Rent vs buy: the rented hours are this share of the month.",
+)
+rps = d6.number_input(
+    "Load (requests/s)",
+    0.0,
+    1e6,
+    0.0,
+    1.0,
+    key="cmp_rps",
+    bind="query-params",
+    help="A load to serve, in requests per second (0: none): each configuration is replicated to carry it, "
+    "each request's input is the sidebar's prompt.",
+)
+out_tokens = d7.number_input(
+    "Output tokens",
+    1,
+    100_000,
+    256,
+    64,
+    key="cmp_out",
+    bind="query-params",
+    help="Output tokens per request of the load.",
+)
+own = Ownership(mode=pay, years=years, usd_per_kwh=kwh, pue=pue, utilization=util / 100.0)  # type: ignore[arg-type]
+load = Load(requests_per_s=rps, input_tokens=sc.prompt, output_tokens=int(out_tokens)) if rps > 0 else None
+
 if not picked:
     st.info("No accelerator selected: pick one or more above.", icon=":material/search_off:")
     st.stop()
 
-st.markdown("**$ per GPU-hour** (no reviewed prices ship with the catalogue: enter yours; 0 leaves $ per million tokens empty)")
-known = st.session_state.setdefault("cmp_price_of", {})
-edited = st.data_editor(
-    price_table(cat, picked, known),
-    key="cmp_prices_" + "-".join(picked),  # a new selection starts from the prices entered so far
-    hide_index=True,
-    column_order=["accelerator", "usd_per_gpu_hour", "source"],
-    disabled=["gpu", "accelerator", "source"],
-    column_config={
-        "usd_per_gpu_hour": st.column_config.NumberColumn(
-            "$ per GPU-hour", min_value=0.0, max_value=1000.0, format="%.2f", help="US$ per GPU per hour."
+known = set(names)
+typed = {kind: _typed_prices(kind, known) for kind in PAY}
+unit = "$ per GPU-hour (on demand)" if pay == "rent" else "$ per GPU (purchase)"
+with st.expander(f"Prices used: {unit}. Published medians unless you type yours", expanded=False):
+    table = price_table(cat, picked, own, given=typed[pay])
+    editor = table.with_columns(pl.col("gpu").replace_strict(typed[pay], default=None, return_dtype=pl.Float64).alias("yours"))
+    edited = st.data_editor(
+        editor,
+        key=f"cmp_prices_{pay}_" + "-".join(picked),  # a new selection starts from the prices typed so far
+        hide_index=True,
+        column_order=["accelerator", "yours", "usd", "source"],
+        disabled=["gpu", "accelerator", "usd", "source", "old"],
+        column_config={
+            "yours": st.column_config.NumberColumn(
+                f"your price ({'$/GPU-h' if pay == 'rent' else '$/GPU'})",
+                min_value=0.0,
+                max_value=5_000_000.0,
+                format="%.2f",
+                help="Type your price to override the published one; clear it to go back.",
+            ),
+            "usd": st.column_config.NumberColumn("used ($)", format="%.2f", help="The price the figures below use."),
+            "source": st.column_config.TextColumn(
+                "what it rests on", help="Your price, or the median of the published ones with their date."
+            ),
+        },
+    )
+    edited = edited if isinstance(edited, pl.DataFrame) else pl.from_pandas(edited)
+    mine = {g: float(v) for g, v in zip(edited["gpu"], edited["yours"], strict=True) if v is not None and v == v and v > 0}
+    others = {g: v for g, v in typed[pay].items() if g not in picked}
+    typed[pay] = {**others, **mine}
+    published = prices_display(cat.prices, picked, pay, names)
+    if published.height:
+        st.markdown(f"**Every published {pay} price of these accelerators** (the median of each is used)")
+        st.dataframe(
+            published,
+            hide_index=True,
+            key=f"cmp_published_{pay}",
+            column_config={"source": st.column_config.LinkColumn("source", help="The page that printed the price.")},
         )
-    },
-)
-edited = edited if isinstance(edited, pl.DataFrame) else pl.from_pandas(edited)
-price_of = {**known, **dict(zip(edited["gpu"], edited["usd_per_gpu_hour"].fill_null(0.0), strict=True))}
-st.session_state["cmp_price_of"] = price_of
-goal = f"time per output token ≤ {tpot_ms:g} ms and time to first token ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
+    st.caption("A price older than 12 months, or undated, is marked. All of them, with their notes: `python -m core.cli prices --json`.")
+
+for kind in PAY:  # every run, as the calibration's factors: the link always says the prices typed
+    _keep_prices(kind, typed[kind])
+
+goal = f"TPOT ≤ {tpot_ms:g} ms, TTFT ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
+title = f"{cat.model(sc.model).name} ({sc.weights}, KV {sc.kv}), {goal}"
 fig = figures(
     cat,
     tuple(picked),
     sc,
     tpot_ms / 1e3 if targeted else None,
     ttft_s if targeted else None,
-    price_of,
+    own,
+    typed["rent"],
+    typed["buy"],
+    load,
     sort_by,
-    f"{cat.model(sc.model).name}, {goal}",
+    title,
 )
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
 )
 if fig.met == 0:
     st.warning(
-        "Nothing meets this target on any selected accelerator (up to 64 GPUs). Loosen the limits or pick other accelerators.",
+        "Nothing qualifies on any selected accelerator (within one scale-up domain). Loosen the limits or pick other accelerators.",
         icon=":material/block:",
     )
-elif fig.reading:
-    st.info(fig.reading, icon=":material/lightbulb:")
+else:
+    best = fig.table.row(0, named=True)
+    st.markdown(f"##### Best by {SORT_LABELS[sort_by]}: {escape_markdown(best['gpu_name'])}")
+    m = st.columns(4)
+    m[0].metric("GPUs × batch", f"{best['num_gpus']} × {best['batch']}", help=best["why"])
+    m[1].metric("Tokens/s per GPU", f"{best['tokens_per_s_per_gpu']:,.0f}", help="Output tokens per second per GPU at this configuration.")
+    usd = best["usd_per_million_tokens"]
+    m[2].metric(
+        "$ per million output tokens",
+        f"${usd:,.3g}" if usd is not None else "—",
+        help=f"{pay}: {best['price_basis']}" if usd is not None else "No price: type one under 'Prices used'.",
+    )
+    if load is not None:
+        m[3].metric(
+            "GPUs for the load",
+            f"{best['gpus_needed']:,}" if best["gpus_needed"] is not None else "—",
+            help=f"{best['replicas']} replicas of {best['num_gpus']} GPUs for {rps:g} requests/s of {sc.prompt:,} in / {out_tokens:,} out tokens; "
+            + (f"${best['usd_per_month']:,.0f} per month." if best["usd_per_month"] is not None else "no price."),
+        )
+    else:
+        m[3].metric(
+            "Tokens/s per user",
+            f"{best['tokens_per_s_per_user']:,.1f}",
+            help="Output tokens per second each user sees at this configuration.",
+        )
+    if fig.reading:
+        st.info(fig.reading, icon=":material/lightbulb:")
+    if best["price_old"]:
+        st.caption(
+            f"⚠ The price used for {escape_markdown(best['gpu_name'])} is older than 12 months or undated: {escape_markdown(best['price_basis'])}."
+        )
+
+if fig.frontier is not None:
+    t1, t2 = st.tabs(["Throughput against interactivity", "Cost against interactivity"])
+    with t1:
+        show_chart(fig.frontier)
+        chart_exports(fig.frontier, "frontier-throughput")
+    with t2:
+        if fig.frontier_cost is not None:
+            show_chart(fig.frontier_cost)
+            chart_exports(fig.frontier_cost, "frontier-cost")
+        else:
+            st.info("No accelerator here has a price: type one under 'Prices used'.", icon=":material/payments:")
+    st.caption(
+        "Each curve sweeps the decode batch at the GPU count kept; up and to the right is better. Left of the dashed line "
+        "a token takes longer than the target allows. No published measurements ship with the app yet, so only the model's ceilings are drawn."
+    )
 st.dataframe(fig.shown, hide_index=True, key="cmp_table", column_config=number_columns(fig.shown))
 table_download(fig.shown, "accelerator comparison")
 if fig.chart is not None:

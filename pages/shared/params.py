@@ -28,6 +28,7 @@ import streamlit as st
 from core.catalogue.catalogue import Catalogue, UnknownIdError
 from core.model.scenario import FIELDS, Scenario, default, param
 from core.plan.purchase import SORT_LABELS
+from core.plan.targets import OPTION_LABELS as TARGET_LABELS
 from core.present.text import escape_markdown
 
 EVERY = "*"
@@ -79,6 +80,14 @@ LINKS: tuple[Link, ...] = (
     Link("cmp_tpot", ("compare",)),
     Link("cmp_ttft", ("compare",)),
     Link("cmp_sort", ("compare",), shown=SORT_LABELS),
+    Link("cmp_target", ("compare",), shown=TARGET_LABELS),
+    Link("cmp_pay", ("compare",)),
+    Link("cmp_years", ("compare",)),
+    Link("cmp_kwh", ("compare",)),
+    Link("cmp_pue", ("compare",)),
+    Link("cmp_util", ("compare",)),
+    Link("cmp_rps", ("compare",)),
+    Link("cmp_out", ("compare",)),
     Link("sw_gpus", ("sweep",), picks="accelerator", many=True),
     Link("sw_models", ("sweep",), picks="model", many=True),
     Link("sw_weights", ("sweep",), many=True),
@@ -91,6 +100,7 @@ LINKS: tuple[Link, ...] = (
     Link("sw_total", ("sweep",)),
     Link("sw_bound", ("sweep",)),
     Link("sw_fits", ("sweep",), toggle=True),
+    Link("sw_domain", ("sweep",), toggle=True),
     Link("ms_calibrate", ("measured",), toggle=True),
 )
 BY_KEY = {link.key: link for link in LINKS}

@@ -5,11 +5,12 @@ from __future__ import annotations
 import streamlit as st
 
 from core.model.sweep import filter_results, scenario_grid, sweep_chunks
+from core.present.figures import sweep_frontier
 from core.present.readings import sweep_answer
 from core.present.tables import parquet_bytes, sweep_display
 from pages.shared.data import catalogue
 from pages.shared.params import labels
-from pages.shared.ui import keep_options, number_columns, parquet_download, table_download
+from pages.shared.ui import chart_exports, keep_options, number_columns, parquet_download, show_chart, table_download
 
 st.title("Sweep explorer")
 st.caption(
@@ -143,6 +144,14 @@ fits_only = st.toggle(
     bind="query-params",
     help="Weights + KV cache within the GPUs' memory less a 10% reserve.",
 )
+within = st.toggle(
+    "Only tensor parallel within one scale-up domain",
+    True,
+    key="sw_domain",
+    bind="query-params",
+    help="Drop GPU counts no standard platform ganges in tensor parallel (more than 8 HGX H100s, more than one Apple or Jetson part); "
+    "beyond one domain a deployment uses replicas.",
+)
 matched = filter_results(
     result,
     max_tpot_s=tpot / 1e3 if tpot > 0 else None,
@@ -151,9 +160,20 @@ matched = filter_results(
     bound=None if bound == "any" else bound,
     fits_only=fits_only,
     batch=None if at_batch == "any" else int(at_batch),
+    within_domain=within,
 )
 message = sweep_answer(result, matched)
 (st.info if matched.height else st.warning)(message, icon=":material/checklist:")
+if matched.height:
+    heading = f"{matched.height:,} scenarios that meet the limits: output tokens/s per GPU against tokens/s per user"
+    chart = sweep_frontier(matched, max_tpot_s=tpot / 1e3 if tpot > 0 else None, title=heading)
+    if chart is not None:
+        show_chart(chart)
+        chart_exports(chart, "sweep-frontier")
+        st.caption(
+            "One curve per accelerator × GPUs × model × weights × context over its batches (choose 'any' batch to see whole curves); "
+            "up and to the right is better."
+        )
 shown = sweep_display(matched.sort("num_gpus", "time_per_output_token_s", nulls_last=True))
 if matched.height:
     st.dataframe(shown, hide_index=True, key="sw_table", column_config=number_columns(shown))
@@ -163,5 +183,7 @@ with d1:
 with d2:
     parquet_download(parquet_bytes(matched if matched.height else result), "sweep", key="sw_parquet")
 st.caption(
+    "$ per million output tokens uses each accelerator's median published on-demand price (the Compare page lists every price "
+    "with its date and source; none published: empty). "
     f"Downloads hold the rows shown ({matched.height:,}); when none match, the whole sweep ({result.height:,} rows). Parquet keeps SI units (s, bytes)."
 )

@@ -52,6 +52,14 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "cmp_tpot": (["30.0"], 30.0),
     "cmp_ttft": (["1.5"], 1.5),
     "cmp_sort": (["tokens/s per W"], "tokens_per_s_per_watt"),
+    "cmp_target": (["MLPerf Llama-2-70B Interactive (TPOT ≤ 40 ms, TTFT ≤ 0.45 s)"], "mlperf-llama2-70b-interactive"),
+    "cmp_pay": (["buy"], "buy"),
+    "cmp_years": (["4.0"], 4.0),
+    "cmp_kwh": (["0.12"], 0.12),
+    "cmp_pue": (["1.3"], 1.3),
+    "cmp_util": (["70.0"], 70.0),
+    "cmp_rps": (["5.0"], 5.0),
+    "cmp_out": (["512"], 512),
     "sw_gpus": (["h200-sxm", "mi300x"], ["h200-sxm", "mi300x"]),
     "sw_models": (["llama-3.1-8b"], ["llama-3.1-8b"]),
     "sw_weights": (["bf16", "int4"], ["bf16", "int4"]),
@@ -64,6 +72,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "sw_total": (["1000.0"], 1000.0),
     "sw_bound": (["compute"], "compute"),
     "sw_fits": (["false"], False),
+    "sw_domain": (["false"], False),
     "ms_calibrate": (["false"], False),
 }
 #: Where a sidebar key is tried (it is drawn on every page).

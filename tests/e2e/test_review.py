@@ -150,11 +150,11 @@ def test_a_calibrated_link_on_another_accelerator_opens_calibrated_in_a_new_brow
 
 
 def test_a_link_value_a_control_cannot_take_is_named_and_a_default_one_is_not(fresh_server, browser):
-    """A labelled option at its default (cmp_sort=tokens/s total, compute=auto) opens quietly; cmp_sort=cheapest opens
-    with a message naming it."""
+    """A labelled option at its default (cmp_sort=$ per million output tokens, compute=auto) opens quietly; cmp_sort=cheapest
+    opens with a message naming it."""
     compare = "compare?cmp_gpus=h100-sxm&cmp_gpus=mi300x&cmp_mode=service+target"
     for path, message in (
-        (f"{compare}&cmp_sort=tokens/s total", None),
+        (f"{compare}&cmp_sort=%24 per million output tokens", None),
         (f"{compare}&compute=auto", None),
         (f"{compare}&cmp_sort=cheapest", "link parameter cmp_sort='cheapest' is not a value this control takes"),
     ):
@@ -162,7 +162,7 @@ def test_a_link_value_a_control_cannot_take_is_named_and_a_default_one_is_not(fr
         page = context.new_page()
         page.goto(fresh_server.url(path))
         wait_ready(page)
-        page.locator("[data-testid='stDataFrame']").first.wait_for()
+        page.locator("[data-testid='stDataFrame']").last.wait_for()  # the comparison (the price editor above it is folded)
         expect(page.get_by_role("radio", name="service target")).to_be_checked()
         warnings = page.locator("[data-testid='stAlertContentWarning']").all_inner_texts()
         if message is None:

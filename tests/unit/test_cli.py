@@ -272,3 +272,29 @@ def test_compare_sizes_a_load_and_frontier_lists_the_curve(db):
     assert points and {p["num_gpus"] for p in points} == {2}
     assert all(p["tokens_per_s_per_gpu"] == pytest.approx(p["tokens_per_s_total"] / 2) for p in points)
     assert [p["batch"] for p in points] == sorted(p["batch"] for p in points)
+
+
+def test_report_of_a_tensor_parallel_scenario_lists_its_all_reduces(db, tmp_path):
+    """`report` on 2 x H100: the per-operation table ends with the all-reduce row, its time the ceiling's communication
+    (160 x (6 µs + 131,072 B / 450 GB/s) at batch 8 = 1,007 µs), and em dashes where it moves no HBM bytes of its own."""
+    out = tmp_path / "r.html"
+    ok(
+        db,
+        "report",
+        "--gpu",
+        "h100-sxm",
+        "--model",
+        "llama-3.1-70b",
+        "--num-gpus",
+        "2",
+        "--batch",
+        "8",
+        "--context",
+        "1024",
+        "--out",
+        str(out),
+    )
+    html = out.read_text(encoding="utf-8")
+    comm = 160 * (6e-6 + 8 * 8192 * 2 / 450e9)
+    row = f"<td>tensor parallel</td><td>all-reduce (2 per layer)</td><td>80</td><td>—</td><td>—</td><td>—</td><td>n/a</td><td>communication</td><td>{comm * 1e6:,.4g}</td>"
+    assert row in html
