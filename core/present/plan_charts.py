@@ -242,7 +242,15 @@ def purchase_frontier_chart(
         layers.append(alt.Chart(rule).mark_rule(color="#c53030", strokeDash=[6, 4], strokeWidth=2).encode(x="tokens_per_s_per_user:Q"))
         layers.append(
             alt.Chart(rule)
-            .mark_text(align="left", baseline="bottom", dx=5, y=height - 4, color="#c53030", fontWeight="bold")
+            # the label where the kept points are not: they sit high on the throughput view and low on the cost view
+            .mark_text(
+                align="left",
+                baseline="bottom" if y == "tokens_per_s_per_gpu" else "top",
+                dx=5,
+                y=height - 4 if y == "tokens_per_s_per_gpu" else 4,
+                color="#c53030",
+                fontWeight="bold",
+            )
             .encode(x="tokens_per_s_per_user:Q", text="label:N")
         )
     chart: alt.LayerChart = alt.layer(*layers).properties(title=title, width=width, height=height, autosize=PAD)  # type: ignore[assignment]
