@@ -128,3 +128,20 @@ def sweep_answer(frame: pl.DataFrame, matched: pl.DataFrame) -> str:
         f"{matched.height:,} of {frame.height:,} scenarios meet these limits, "
         f"on {names.height} of {frame['gpu'].n_unique()} accelerators: {listed}."
     )
+
+
+def prices_used(cat: Catalogue, gpu_ids: list[str], kind: str = "rent") -> str:
+    """One sentence naming the price each accelerator's $ figures use and how old it is (none published: said so)."""
+    parts = []
+    for g in dict.fromkeys(gpu_ids):
+        p = cat.price(g, kind)
+        name = cat.gpu(g).name
+        if p.usd is None:
+            parts.append(f"{name}: none published")
+            continue
+        when = p.as_of if p.oldest == p.as_of else f"{p.oldest} to {p.as_of}"
+        when = "undated" if p.as_of is None else when + (f", {p.undated} undated" if p.undated else "")
+        old = ", older than 12 months" if p.stale else ""
+        parts.append(f"{name} ${p.usd:,.2f} ({p.basis}, {when}{old})")
+    unit = "per GPU-hour on demand" if kind == "rent" else "per GPU"
+    return f"Prices {unit}: " + "; ".join(parts) + "." if parts else ""

@@ -6,8 +6,9 @@ import streamlit as st
 
 from core.model.sweep import filter_results, scenario_grid, sweep_chunks
 from core.present.figures import sweep_frontier
-from core.present.readings import sweep_answer
+from core.present.readings import prices_used, sweep_answer
 from core.present.tables import parquet_bytes, sweep_display
+from core.present.text import escape_markdown
 from pages.shared.data import catalogue
 from pages.shared.params import labels
 from pages.shared.ui import chart_exports, keep_options, number_columns, parquet_download, show_chart, table_download
@@ -184,6 +185,6 @@ with d2:
     parquet_download(parquet_bytes(matched if matched.height else result), "sweep", key="sw_parquet")
 st.caption(
     "$ per million output tokens uses each accelerator's median published on-demand price (the Compare page lists every price "
-    "with its date and source; none published: empty). "
+    f"with its source). {escape_markdown(prices_used(cat, pick_gpus))} "
     f"Downloads hold the rows shown ({matched.height:,}); when none match, the whole sweep ({result.height:,} rows). Parquet keeps SI units (s, bytes)."
 )

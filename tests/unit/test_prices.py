@@ -140,3 +140,15 @@ def test_buying_beats_renting_after_the_months_the_savings_take_to_repay_the_pri
     assert break_even_months(30_000, 2.5, 700, own) == pytest.approx(30_000 / (730 * 1.145))
     assert break_even_months(30_000, 2.5, 700, own) == pytest.approx(35.893, rel=1e-4)
     assert break_even_months(30_000, 0.2, 700, own) is None
+
+
+def test_the_sweep_names_the_price_behind_each_accelerators_cost(cat):
+    """The sweep's sentence: the TPU v6e's one published rent price (2024-12, so older than 12 months today), and 'none
+    published' for an accelerator nobody rents out on demand."""
+    from core.present.readings import prices_used
+
+    rows = [r for r in _seed_rows() if r["gpu"] == "tpu-v6e" and r["kind"] == "rent"]
+    assert len(rows) == 1 and rows[0]["as_of"] == "2024-12"
+    text = prices_used(cat, ["tpu-v6e", "mi355x"])
+    assert f"$ {float(rows[0]['usd']):,.2f}".replace(" ", "") + " (the published rent price, 2024-12, older than 12 months)" in text
+    assert "AMD Instinct MI355X: none published" in text
