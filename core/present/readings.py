@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
+from core.catalogue.prices import STALE_MONTHS
 from core.model.ceilings import ceiling
 from core.model.result import Ceiling
 from core.model.scenario import Scenario
@@ -139,9 +140,12 @@ def prices_used(cat: Catalogue, gpu_ids: list[str], kind: str = "rent") -> str:
         if p.usd is None:
             parts.append(f"{name}: none published")
             continue
-        when = p.as_of if p.oldest == p.as_of else f"{p.oldest} to {p.as_of}"
-        when = "undated" if p.as_of is None else when + (f", {p.undated} undated" if p.undated else "")
-        old = ", older than 12 months" if p.stale else ""
+        if p.as_of is None:
+            when = "undated"
+        else:
+            when = p.as_of if p.oldest == p.as_of else f"{p.oldest} to {p.as_of}"
+            when += f", {p.undated} undated" if p.undated else ""
+        old = ", older than 12 months" if p.months_old is not None and p.months_old > STALE_MONTHS else ""
         parts.append(f"{name} ${p.usd:,.2f} ({p.basis}, {when}{old})")
     unit = "per GPU-hour on demand" if kind == "rent" else "per GPU"
     return f"Prices {unit}: " + "; ".join(parts) + "." if parts else ""
