@@ -210,9 +210,11 @@ def purchase_frontier_chart(
         data = data.with_columns(pl.format("{} × {}", pl.col("num_gpus"), pl.col("gpu_name")).alias("series"))
     if "chosen" not in data.columns:
         data = data.with_columns(pl.lit(False).alias("chosen"))
+    # the target's line is inside the plot even when every point lies to one side of it
+    xs = data["tokens_per_s_per_user"] if not max_tpot_s else pl.concat([data["tokens_per_s_per_user"], pl.Series([1.0 / max_tpot_s])])
     x = alt.X(
         "tokens_per_s_per_user:Q",
-        scale=alt.Scale(type="log", domain=_padded(data["tokens_per_s_per_user"], 1.3), nice=False),
+        scale=alt.Scale(type="log", domain=_padded(xs, 1.3), nice=False),
         axis=alt.Axis(format=",~g", title="tokens/s per user (log) → more interactive"),
     )
     yy = alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=_padded(data[y], 1.4)), axis=alt.Axis(format=fmt, title=axis_title))

@@ -241,3 +241,18 @@ def test_price_table_shows_the_published_median_or_your_price(cat):
     assert prices["usd"].to_list() == [cat.price("l40s").usd, 2.5, None]
     assert prices["source"][1].endswith("your price")
     assert "median of" in prices["source"][0] and "enter yours" in prices["source"][2]
+
+
+def test_the_frontier_chart_keeps_the_target_line_inside_the_plot(cat):
+    """8B on H100 at a 1 s TPOT limit: every point is right of 1 tokens/s per user, yet the x axis still reaches it,
+    so the dashed line is drawn on the plot, not over the axis title; both axes are log."""
+    from core.present.plan_charts import purchase_frontier_chart
+
+    sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b")
+    table = compare_accelerators(cat, ["h100-sxm"], sc, max_tpot_s=1.0, max_ttft_s=60.0)
+    curves = frontier_curves(cat, table, sc, max_tpot_s=1.0, max_ttft_s=60.0)
+    assert curves["tokens_per_s_per_user"].min() > 1.0
+    spec = purchase_frontier_chart(curves, max_tpot_s=1.0).to_dict(validate=False)
+    x = spec["layer"][0]["encoding"]["x"]["scale"]
+    assert x["type"] == "log" and x["domain"][0] <= 1.0 <= x["domain"][1]
+    assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
