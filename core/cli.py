@@ -41,7 +41,7 @@ from core.catalogue.catalogue import Catalogue, UnknownIdError, load_catalogue
 from core.catalogue.model_config import ConfigError, load_config, model_from_config, slugify
 from core.catalogue.operations import summary
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision
-from core.catalogue.prices import KINDS, STALE_MONTHS, months_between
+from core.catalogue.prices import KINDS, is_old, parse_price
 from core.catalogue.seed import CatalogueError
 from core.catalogue.specs import value_type
 from core.evidence.bench_commands import TOOLS as BENCH_TOOLS
@@ -232,14 +232,10 @@ def _ownership(args: argparse.Namespace) -> tuple[Ownership, dict[str, float]]:
     own = Ownership.model_validate({n: getattr(args, n) for n in Ownership.model_fields})
     given: dict[str, float] = {}
     for item in args.price:
-        gpu, sep, usd = item.partition("=")
-        try:
-            value = float(usd)
-        except ValueError:
-            value = float("nan")
-        if not sep or not gpu or not value > 0:
+        price = parse_price(item, "=")
+        if price is None:
             raise CliError(f"--price: expected ID=USD with a price > 0, got {item!r}")
-        given[gpu] = value
+        given[price[0]] = price[1]
     return own, given
 
 
@@ -454,15 +450,9 @@ def cmd_prices(args: argparse.Namespace) -> list[dict[str, Any]]:
         rows = rows.filter(pl.col("kind") == args.kind)
     used = {(g, k): cat.price(g, k) for g, k in rows.select("gpu", "kind").unique().iter_rows()}
     return [
-        {**r, "as_of": r["as_of"] or None, "median_used": used[(r["gpu"], r["kind"])].usd, "old": _is_old(r["as_of"])}
+        {**r, "as_of": r["as_of"] or None, "median_used": used[(r["gpu"], r["kind"])].usd, "old": is_old(r["as_of"])}
         for r in rows.iter_rows(named=True)
     ]
-
-
-def _is_old(as_of: str) -> bool:
-    import datetime as dt
-
-    return not as_of or months_between(as_of, dt.date.today()) > STALE_MONTHS
 
 
 def cmd_compare(args: argparse.Namespace) -> dict[str, Any]:

@@ -119,13 +119,24 @@ class PriceUsed:
         text = f"${self.usd:,.2f} {unit}: {self.basis}"
         if self.providers:
             text += f" ({', '.join(self.providers)})"
-        if self.as_of:
-            text += f", as of {self.as_of}" if self.oldest == self.as_of else f", {self.oldest} to {self.as_of}"
-        if self.undated:
-            text += ", undated" if not self.as_of else f", {self.undated} undated"
-        if self.months_old is not None and self.months_old > STALE_MONTHS:
+        if self.dates:
+            text += (", as of " if self.as_of and self.oldest == self.as_of else ", ") + self.dates
+        if self.too_old:
             text += f" (older than {STALE_MONTHS} months)"
         return text
+
+    @property
+    def dates(self) -> str:
+        """When the prices it rests on were printed: "2025-11", "2025-03 to 2025-11", "undated", "2025-11, 1 undated" ("" for yours)."""
+        if self.as_of is None:
+            return "undated" if self.undated else ""
+        text = self.as_of if self.oldest == self.as_of else f"{self.oldest} to {self.as_of}"
+        return text + (f", {self.undated} undated" if self.undated else "")
+
+    @property
+    def too_old(self) -> bool:
+        """Whether its oldest dated price is more than STALE_MONTHS old (an undated one says "undated" instead)."""
+        return self.months_old is not None and self.months_old > STALE_MONTHS
 
 
 def price_used(prices: pl.DataFrame, gpu: str, kind: str, *, override: float | None = None, today: dt.date | None = None) -> PriceUsed:
@@ -174,3 +185,18 @@ def price_summary(prices: pl.DataFrame, *, today: dt.date | None = None) -> pl.D
         )
         .sort("gpu", "kind")
     )
+
+
+def is_old(as_of: str, today: dt.date | None = None) -> bool:
+    """Whether one price counts as old: dated more than STALE_MONTHS before today, or undated."""
+    return not as_of or months_between(as_of, today or dt.date.today()) > STALE_MONTHS
+
+
+def parse_price(item: str, separator: str) -> tuple[str, float] | None:
+    """An accelerator's price as a link (`id:usd`) or the CLI (`id=usd`) writes it; None unless it names an id and a price > 0."""
+    gpu, sep, usd = item.partition(separator)
+    try:
+        value = float(usd)
+    except ValueError:
+        return None
+    return (gpu.strip(), value) if sep and gpu.strip() and value > 0 else None

@@ -394,13 +394,13 @@ def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
             "bandwidth_ceiling_with_kv_tokens_per_s": aggregate_bw / (decode.sums.weight_bytes + kv_read_all_gpus),
             "bandwidth_ceiling_with_kv_tokens_per_s_total": aggregate_bw / (decode.sums.weight_bytes + kv_read_all_gpus) * batch,
             **{key: memory[key] for key in _MEMORY_FIGURES},
-            "within_scaleup_domain": ~np.nan_to_num(n > hw.scaleup_domain[s.gpu], nan=False).astype(bool),
+            "within_scaleup_domain": ~(n > hw.scaleup_domain[s.gpu]),  # no domain given (NaN): within
             "usd_per_gpu_hour_used": price,
             "usd_per_million_tokens": price * n / (total * 3600.0) * 1e6,
             "usd_per_million_input_tokens": np.where(served, price * n / (prefill_tps * 3600.0) * 1e6, np.nan),
             "tokens_per_s_per_watt": total / (n * power),
         }
-    out["flags"] = _flags(cat, s, st, memory["fits"])
+    out["flags"] = _flags(cat, s, st, memory["fits"], out["within_scaleup_domain"])
     return out
 
 
@@ -482,18 +482,17 @@ def _pick(values: list[Any], positions: Index, dtype: Any) -> Any:
     return [values[i] for i in positions]
 
 
-def _flags(cat: Catalogue, s: ScenarioArrays, st: ScenarioSteps, fits: npt.NDArray[np.bool_]) -> Any:
+def _flags(cat: Catalogue, s: ScenarioArrays, st: ScenarioSteps, fits: npt.NDArray[np.bool_], within_domain: npt.NDArray[np.bool_]) -> Any:
     """Each scenario's flags: a list built once per distinct combination of its causes."""
     n, hw = s.number("num_gpus"), cat.hardware
     no_link = (n > 1) & np.isnan(hw.scaleup_bytes_per_s[s.gpu])
     no_latency = (n > 1) & np.isnan(hw.allreduce_latency_s[s.gpu]) & ~no_link
-    domain = hw.scaleup_domain[s.gpu]
-    too_wide = np.nan_to_num(n > domain, nan=False).astype(bool)  # NaN domain: no source says, not flagged
+    too_wide = ~within_domain
     ignored = (s.number("spec_draft_len") > 0) & (s.draft < 0)
     n_used = len(PEAK_PRECISIONS) + 1
-    # one code per distinct combination of causes; the domain enters as a row index so its size can be named
+    # one code per distinct combination of causes; a group too wide also carries its accelerator, so the domain can be named
     code = (((s.compute * n_used + st.compute_used + 1) * 2 + no_link) * 2 + ~fits) * 2 + ignored
-    code = ((code * 2 + no_latency) * 2 + too_wide) * len(hw.ids) + s.gpu
+    code = ((code * 2 + no_latency) * 2 + too_wide) * len(hw.ids) + np.where(too_wide, s.gpu, 0)
     present = np.flatnonzero(np.bincount(code, minlength=1))
     position = np.zeros(int(code.max()) + 1, dtype=np.intp)
     position[present] = np.arange(len(present))

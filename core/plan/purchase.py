@@ -126,11 +126,10 @@ def tp_counts(cat: Catalogue, gpu_id: str, counts: Sequence[int] = GPU_COUNTS) -
 
 @dataclass(frozen=True)
 class Pricing:
-    """The prices a comparison uses: per accelerator, the price of the mode's kind and the cost of a GPU-hour."""
+    """The prices a comparison uses: per accelerator (`rows`: gpu, price_kind, price_usd, price_basis, price_as_of,
+    price_old, price_sources, usd_per_gpu_hour as paid, served_usd_per_gpu_hour, break_even_months)."""
 
-    rows: (
-        pl.DataFrame
-    )  # gpu, price_kind, price_usd, price_basis, price_as_of, price_old, usd_per_gpu_hour (paid), served, break_even_months
+    rows: pl.DataFrame
 
     def served(self) -> dict[str, float]:
         """Accelerator -> cost of one serving GPU-hour (only those with a price)."""
@@ -206,15 +205,14 @@ def price_table(
 
 def evaluate_configurations(
     cat: Catalogue,
-    gpu_ids: Sequence[str],
+    counts: Mapping[str, Sequence[int]],
     workload: Scenario,
     *,
     batches: Sequence[int],
     served: Mapping[str, float],
-    gpu_counts: Sequence[int] = GPU_COUNTS,
 ) -> pl.DataFrame:
-    """Every accelerator x tensor-parallel degree (within its domain) x batch, as one evaluation, with tokens/s per GPU."""
-    frames = [grid(workload, gpu=[g], num_gpus=tp_counts(cat, g, gpu_counts), batch=list(batches)) for g in dict.fromkeys(gpu_ids)]
+    """Every accelerator x its tensor-parallel degrees (`counts`) x batch, as one evaluation, with tokens/s per GPU."""
+    frames = [grid(workload, gpu=[g], num_gpus=list(ns), batch=list(batches)) for g, ns in counts.items()]
     axes = pl.concat(frames).with_columns(
         pl.col("gpu").replace_strict(dict(served), default=0.0, return_dtype=pl.Float64).alias("usd_per_gpu_hour")
     )
@@ -274,9 +272,8 @@ def compare_accelerators(
         return pl.DataFrame(schema=_schema())
     targeted = max_tpot_s is not None or max_ttft_s is not None
     price = pricing(cat, ids, own, rent=prices, buy=buy_prices)
-    out = evaluate_configurations(
-        cat, ids, workload, batches=batches if targeted else [workload.batch], served=price.served(), gpu_counts=gpu_counts
-    )
+    counts = {g: tp_counts(cat, g, gpu_counts) for g in ids}
+    out = evaluate_configurations(cat, counts, workload, batches=batches if targeted else [workload.batch], served=price.served())
     out = out.with_columns(_meets(max_tpot_s, max_ttft_s).alias("meets")).sort("gpu", "num_gpus", "batch")
     best = (
         out.filter(pl.col("meets"))
@@ -307,7 +304,7 @@ def compare_accelerators(
     table = table.join(price.rows.drop("served_usd_per_gpu_hour"), on="gpu", how="left").with_columns(
         pl.col("gpu").replace_strict(domain, default=None, return_dtype=pl.Int64).alias("scaleup_domain")
     )
-    table = _with_load(table, load, own)
+    table = _with_load(table, load)
     for c in COMPARISON_COLUMNS:
         if c not in table.columns:
             table = table.with_columns(pl.lit(None).alias(c))
@@ -316,7 +313,7 @@ def compare_accelerators(
     return table.sort([pl.col("status") != "ok", sort_by, "gpu"], descending=[False, larger_better, False], nulls_last=True)
 
 
-def _with_load(table: pl.DataFrame, load: Load | None, own: Ownership) -> pl.DataFrame:
+def _with_load(table: pl.DataFrame, load: Load | None) -> pl.DataFrame:
     """Replicas, GPUs and the monthly cost of serving `load` with each row's configuration."""
     if load is None:
         return table.with_columns(pl.lit(None, dtype=pl.Int64).alias("replicas"), pl.lit(None, dtype=pl.Int64).alias("gpus_needed"))
@@ -385,21 +382,18 @@ def frontier_curves(
     max_ttft_s: float | None = None,
 ) -> pl.DataFrame:
     """The throughput-interactivity frontier of each accelerator of a comparison: its batch sweep at the GPU count kept
-    (or `num_gpus`), one row per batch that fits: tokens/s per user, output tokens/s per GPU, $ per million output
-    tokens, whether it meets the target and whether it is the configuration kept (`chosen`)."""
+    (or `num_gpus`, as given: a group wider than the scale-up domain is flagged, not narrowed), one row per batch that
+    fits: tokens/s per user, output tokens/s per GPU, $ per million output tokens, whether it meets the target and
+    whether it is the configuration kept (`chosen`); one evaluation for all of them."""
     ok = table.filter(pl.col("status") == "ok") if num_gpus is None else table
-    counts = {g: (num_gpus or n) for g, n in zip(ok["gpu"], ok["num_gpus"], strict=True)}
+    counts = {g: [num_gpus or n] for g, n in zip(ok["gpu"], ok["num_gpus"], strict=True)}
     if not counts:
         return pl.DataFrame(schema=_frontier_schema())
     chosen = dict(zip(ok["gpu"], ok["batch"], strict=True)) if num_gpus is None else {}
     price = pricing(cat, list(counts), own, rent=prices, buy=buy_prices)
-    frames = [
-        evaluate_configurations(
-            cat, [g], workload, batches=sorted({*batches, *([chosen[g]] if g in chosen else [])}), served=price.served(), gpu_counts=[n]
-        )
-        for g, n in counts.items()
-    ]
-    out = pl.concat(frames).filter(pl.col("fits") & pl.col("tokens_per_s_total").is_not_null())
+    swept = sorted({*batches, *chosen.values()})
+    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served())
+    out = out.filter(pl.col("fits") & pl.col("tokens_per_s_total").is_not_null())
     kept = pl.DataFrame({"gpu": list(chosen), "batch": list(chosen.values()), "chosen": [True] * len(chosen)}, schema=_KEPT)
     return (
         out.with_columns(_meets(max_tpot_s, max_ttft_s).alias("meets"))

@@ -98,7 +98,8 @@ def comparison_reading(table: pl.DataFrame) -> str:
         parts.append(
             f"Cheapest: {lo['gpu_name']} at ${lo['usd_per_million_tokens']:,.3g} per million output tokens "
             f"({lo['num_gpus']} GPU{'s' if lo['num_gpus'] > 1 else ''}, batch {lo['batch']}), "
-            f"{hi['usd_per_million_tokens'] / lo['usd_per_million_tokens']:.1f}× less than {hi['gpu_name']}."
+            f"{1 - lo['usd_per_million_tokens'] / hi['usd_per_million_tokens']:.0%} less than {hi['gpu_name']}'s "
+            f"${hi['usd_per_million_tokens']:,.3g}."
         )
     ranked = ok.sort("tokens_per_s_per_user", descending=True)
     fast, slow = ranked.row(0, named=True), ranked.row(-1, named=True)
@@ -140,12 +141,7 @@ def prices_used(cat: Catalogue, gpu_ids: list[str], kind: str = "rent") -> str:
         if p.usd is None:
             parts.append(f"{name}: none published")
             continue
-        if p.as_of is None:
-            when = "undated"
-        else:
-            when = p.as_of if p.oldest == p.as_of else f"{p.oldest} to {p.as_of}"
-            when += f", {p.undated} undated" if p.undated else ""
-        old = ", older than 12 months" if p.months_old is not None and p.months_old > STALE_MONTHS else ""
-        parts.append(f"{name} ${p.usd:,.2f} ({p.basis}, {when}{old})")
+        old = f", older than {STALE_MONTHS} months" if p.too_old else ""
+        parts.append(f"{name} ${p.usd:,.2f} ({p.basis}, {p.dates}{old})")
     unit = "per GPU-hour on demand" if kind == "rent" else "per GPU"
     return f"Prices {unit}: " + "; ".join(parts) + "." if parts else ""

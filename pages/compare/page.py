@@ -8,6 +8,7 @@ import polars as pl
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
+from core.catalogue.prices import parse_price
 from core.model.scenario import Scenario
 from core.plan.costs import DEFAULT_SOURCES, Ownership
 from core.plan.purchase import SORT_KEYS, SORT_LABELS, Load, price_table
@@ -61,13 +62,9 @@ def _typed_prices(kind: str, known: set[str]) -> dict[str, float]:
     if state not in st.session_state:
         given: dict[str, float] = {}
         for item in st.query_params.get_all(PRICE_PARAMS[kind]):
-            gpu, _, usd = item.partition(":")
-            try:
-                value = float(usd)
-            except ValueError:
-                value = -1.0
-            if gpu in known and value > 0:
-                given[gpu] = value
+            price = parse_price(item, ":")
+            if price is not None and price[0] in known:
+                given[price[0]] = price[1]
             else:
                 st.warning(f"Link parameter {PRICE_PARAMS[kind]}={item!r} is not an accelerator id and a price > 0; ignored.")
         st.session_state[state] = given

@@ -122,7 +122,8 @@ def test_tensor_parallel_stays_within_the_scale_up_domain(cat):
     assert tp_counts(cat, "l40s") == [1, 2, 4, 8]
     assert tp_counts(cat, "gb200") == [1, 2, 4, 8, 16, 32, 64]
     assert tp_counts(cat, "m4-max") == [1]
-    configs = evaluate_configurations(cat, ["l40s", "m4-max"], SEVENTY_B, batches=[1], served={})
+    counts = {g: tp_counts(cat, g) for g in ("l40s", "m4-max")}
+    configs = evaluate_configurations(cat, counts, SEVENTY_B, batches=[1], served={})
     assert configs.group_by("gpu").agg(pl.col("num_gpus").max()).sort("gpu").rows() == [("l40s", 8), ("m4-max", 1)]
     apple = _row(compare_accelerators(cat, ["m4-max"], SEVENTY_B), "m4-max")  # 141 GB of bf16 weights on one 128 GB part
     assert apple["status"] == "does not fit on its one device (not ganged in tensor parallel)"
@@ -256,3 +257,13 @@ def test_the_frontier_chart_keeps_the_target_line_inside_the_plot(cat):
     x = spec["layer"][0]["encoding"]["x"]["scale"]
     assert x["type"] == "log" and x["domain"][0] <= 1.0 <= x["domain"][1]
     assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+
+
+def test_a_frontier_at_a_given_gpu_count_is_drawn_at_that_count(cat):
+    """`frontier --num-gpus 16` on H100: the curve is at 16 GPUs as asked (wider than one HGX board, so each scenario is
+    flagged), not silently narrowed to what the domain holds."""
+    sc = Scenario(gpu="h100-sxm", model="llama-3.1-70b")
+    table = compare_accelerators(cat, ["h100-sxm"], sc)
+    curves = frontier_curves(cat, table, sc, num_gpus=16)
+    assert set(curves["num_gpus"]) == {16} and not curves["chosen"].any()
+    assert not ceiling(cat, sc.at(num_gpus=16)).within_scaleup_domain
