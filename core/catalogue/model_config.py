@@ -5,18 +5,31 @@ Phi, Gemma, Falcon), MoE (Mixtral, Qwen-MoE, Llama 4, gpt-oss, GLM-4.5) and
 MLA with MoE (DeepSeek-V3, Kimi K2). Fields a family's config class fills in
 by default (and that published configs therefore omit) come from
 `FAMILY_DEFAULTS`, each with the transformers class it mirrors.
+
+A config.json is a user's file: its size and nesting are bounded before it
+is parsed (core.catalogue.bounded_json), and every shape field is bounded
+(`BOUNDS`, generously above the largest real checkpoint, which each bound
+names) before any loop over layers or any allocation, so a config claiming
+10^12 layers is refused at once with the field, its value and its bound.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
+from core.catalogue.bounded_json import MAX_DEPTH, JSONLimitError, loads
 from core.catalogue.specs import ModelRecord
+
+#: Largest config.json read. Real ones are a few kB (the largest seed, Llama 4
+#: Scout's, is 2.2 kB); a quantized checkpoint's, listing every module it leaves
+#: unquantized, runs to tens of kB.
+MAX_CONFIG_BYTES = 4_000_000
 
 
 class ConfigError(ValueError):
@@ -37,6 +50,59 @@ FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
     "llama4_text": {"interleave_moe_layer_step": 1, "tie_word_embeddings": False},
 }
 
+
+class Bound(NamedTuple):
+    """The largest value accepted for a shape field, and the largest real model's value it is measured against."""
+
+    limit: int
+    largest: str
+
+
+_LAYERS = Bound(1_024, "Llama 3.1 405B has 126 layers")
+_HIDDEN = Bound(131_072, "Nemotron-4 340B has 18,432; Llama 3.1 405B 16,384")
+_HEADS = Bound(4_096, "Falcon-180B has 232 heads; DeepSeek-V3 and Llama 3.1 405B 128")
+_HEAD_DIM = Bound(4_096, "Gemma 2 and 3 have 256")
+_FFN = Bound(1_048_576, "Nemotron-4 340B has 73,728; Llama 3.1 405B 53,248")
+_EXPERTS = Bound(16_384, "Switch-C has 2,048 experts; Kimi K2 384")
+_TOP_K = Bound(1_024, "Kimi K2, DeepSeek-V3 and GLM-4.5 route to 8")
+_SHARED = Bound(1_024, "DeepSeek-V2-Lite has 2 shared experts")
+_VOCAB = Bound(2_097_152, "Gemma 3 has 262,208 tokens")
+_POSITIONS = Bound(268_435_456, "Llama 4 Scout has 10,485,760 positions")
+_RANK = Bound(65_536, "DeepSeek-V3 has q_lora_rank 1,536 and kv_lora_rank 512")
+_STEP = Bound(_LAYERS.limit, "a layer interval or count, at most the layer bound")
+
+#: Upper bound of every integer field read from a config.json (aliases share one).
+#: Each is 4x or more the largest real checkpoint named beside it.
+BOUNDS: dict[str, Bound] = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers"), _LAYERS),
+    **dict.fromkeys(("hidden_size", "n_embd", "d_model"), _HIDDEN),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_heads"), _HEADS),
+    **dict.fromkeys(("num_key_value_heads", "num_kv_heads", "n_head_kv"), _HEADS),
+    **dict.fromkeys(("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"), _HEAD_DIM),
+    **dict.fromkeys(
+        ("intermediate_size", "intermediate_size_mlp", "ffn_hidden_size", "moe_intermediate_size", "shared_expert_intermediate_size"),
+        _FFN,
+    ),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts"), _EXPERTS),
+    **dict.fromkeys(("num_experts_per_tok", "experts_per_token", "moe_top_k"), _TOP_K),
+    **dict.fromkeys(("n_shared_experts", "num_shared_experts"), _SHARED),
+    "vocab_size": _VOCAB,
+    **dict.fromkeys(("max_position_embeddings", "seq_length", "sliding_window", "attention_chunk_size"), _POSITIONS),
+    **dict.fromkeys(("kv_lora_rank", "q_lora_rank"), _RANK),
+    **dict.fromkeys(
+        (
+            "moe_layer_freq",
+            "interleave_moe_layer_step",
+            "decoder_sparse_step",
+            "sliding_window_pattern",
+            "nope_layer_interval",
+            "first_k_dense_replace",
+            "max_window_layers",
+        ),
+        _STEP,
+    ),
+}
+
 #: Families whose MLP is a plain up/down projection (no gate).
 PLAIN_MLP = {"falcon", "RefinedWeb", "RefinedWebModel", "gpt2", "gpt_neox", "opt", "bloom", "phi", "starcoder2", "mpt"}
 #: Families whose q/k/v projections carry a bias though the config has no flag for it.
@@ -49,6 +115,9 @@ def load_config(path: str | Path) -> dict[str, Any]:
     """Read a config.json; a clear error naming the file when it is not a JSON object."""
     p = Path(path)
     try:
+        size = p.stat().st_size
+        if size > MAX_CONFIG_BYTES:  # refused before a byte is read
+            raise ConfigError(f"{p}: the file is {size:,} bytes; the limit is {MAX_CONFIG_BYTES:,} bytes")
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
         raise ConfigError(f"{p}: file not found") from exc
@@ -58,9 +127,14 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
 
 def parse_config_text(text: str, *, source: str = "config.json") -> dict[str, Any]:
-    """Decode config.json text into a dict; errors name the source and position."""
+    """Decode config.json text into a dict; errors name the source and position.
+
+    Size and nesting are checked before parsing (MAX_CONFIG_BYTES, MAX_DEPTH).
+    """
     try:
-        cfg = json.loads(text)
+        cfg = loads(text, max_bytes=MAX_CONFIG_BYTES, max_depth=MAX_DEPTH, source=source)
+    except JSONLimitError as exc:
+        raise ConfigError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
     if not isinstance(cfg, dict):
@@ -153,16 +227,49 @@ def _int(c: dict[str, Any], *keys: str) -> int:
     return value
 
 
-def _opt_int(c: dict[str, Any], *keys: str) -> int | None:
+def _opt_int(c: dict[str, Any], *keys: str, minimum: int = 1) -> int | None:
+    """The first of `keys` present: an integer from `minimum` to its bound (BOUNDS), else ConfigError naming it."""
     for key in keys:
         if key in c and c[key] is not None:
-            value = c[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-                raise ConfigError(f"{key}: expected an integer, got {value!r}")
-            if value <= 0:
-                raise ConfigError(f"{key}: must be positive, got {value!r}")
-            return int(value)
+            return _checked(key, c[key], minimum)
     return None
+
+
+def _checked(key: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key}: expected an integer, got {_show(value)}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{key}: must be {'positive' if minimum == 1 else f'{minimum} or more'}, got {_show(value)}")
+    bound = BOUNDS[key]
+    if value > bound.limit:
+        raise ConfigError(f"{key}: {_show(value)} is above the limit of {bound.limit:,} ({bound.largest})")
+    return int(value)
+
+
+def _show(value: Any) -> str:
+    """A value for a one-line message: numbers with thousands separators, anything long cut short."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        digits = len(str(abs(value)))
+        return f"{value:,}" if digits <= 24 else f"a {digits:,}-digit number"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if math.isfinite(value) and abs(value) < 1e24 else f"{value:.3g}"
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
+
+
+def _layer_ids(c: dict[str, Any], key: str, layers: int) -> list[int]:
+    """A list of layer indices (moe_layers, mlp_only_layers): integers within the layers, no more entries than layers."""
+    ids = c[key]
+    if not isinstance(ids, list):
+        raise ConfigError(f"{key}: expected a list of layer indices, got {_show(ids)}")
+    if len(ids) > layers:
+        raise ConfigError(f"{key}: {len(ids):,} entries for {layers} layers")
+    for n, i in enumerate(ids):
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < layers:
+            raise ConfigError(f"{key}[{n}]: expected a layer index from 0 to {layers - 1}, got {_show(i)}")
+    return list(ids)
 
 
 def _exact_div(a: int, b: int, a_name: str, b_name: str) -> int:
@@ -194,17 +301,17 @@ def _moe(c: dict[str, Any], mtype: str, layers: int) -> dict[str, Any]:
         raise ConfigError("moe_intermediate_size: missing for a mixture-of-experts config")
 
     if "moe_layers" in c and isinstance(c["moe_layers"], list):
-        moe_ids = [int(i) for i in c["moe_layers"]]
+        moe_ids = _layer_ids(c, "moe_layers", layers)
     elif "first_k_dense_replace" in c:
         freq = _opt_int(c, "moe_layer_freq") or 1
-        k = int(c.get("first_k_dense_replace") or 0)
+        k = _opt_int(c, "first_k_dense_replace", minimum=0) or 0
         moe_ids = [i for i in range(layers) if i >= k and i % freq == 0]
     elif "interleave_moe_layer_step" in c:
         step = _opt_int(c, "interleave_moe_layer_step") or 1
         moe_ids = [i for i in range(layers) if (i + 1) % step == 0]
     else:
         step = _opt_int(c, "decoder_sparse_step") or 1
-        dense_only = set(c.get("mlp_only_layers") or [])
+        dense_only = set(_layer_ids(c, "mlp_only_layers", layers) if c.get("mlp_only_layers") else [])
         moe_ids = [i for i in range(layers) if i not in dense_only and (i + 1) % step == 0]
 
     shared = _opt_int(c, "n_shared_experts", "num_shared_experts") or 0
@@ -266,7 +373,7 @@ def _windows(c: dict[str, Any], mtype: str, layers: int) -> tuple[int, list[int]
         pattern = _opt_int(c, "sliding_window_pattern") or 6
         return window, [i for i in range(layers) if (i + 1) % pattern != 0]
     if mtype in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
-        max_window_layers = int(c.get("max_window_layers") or layers)
+        max_window_layers = _opt_int(c, "max_window_layers", minimum=0) or layers
         return window, [i for i in range(layers) if i >= max_window_layers]
     return window, list(range(layers))
 

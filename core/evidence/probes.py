@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 from pydantic import ValidationError
 
+from core.catalogue import bounded_json
 from core.catalogue.catalogue import MEASURED_PRECISIONS, Catalogue, load_catalogue
 from core.catalogue.seed import accelerator_frame
 from core.catalogue.specs import Accelerator
@@ -41,10 +42,16 @@ class ProbeImport:
     document: ProbeDocument
 
 
+#: A probe document is a few kilobytes; a file past this is not one.
+MAX_PROBE_BYTES = 10_000_000
+
+
 def parse_probe(data: bytes, file_name: str = "probe.json") -> ProbeDocument:
     """A probe document from a file's bytes; ProbeFileError naming the field otherwise."""
     try:
-        raw = json.loads(data.decode("utf-8-sig"))
+        raw = bounded_json.loads(data.decode("utf-8-sig"), max_bytes=MAX_PROBE_BYTES, allow_nan=False, source=file_name)
+    except bounded_json.JSONLimitError as exc:
+        raise ProbeFileError(str(exc)) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ProbeFileError(f"{file_name}: not JSON ({exc})") from None
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
