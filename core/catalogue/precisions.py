@@ -39,6 +39,32 @@ class Format:
         return self.bits / 8.0
 
 
+_S1 = "https://github.com/ggml-org/llama.cpp/blob/f4a71e707e2c0e041fb43be5a32659f364fc712d/tools/quantize/README.md"
+_S2 = "https://github.com/ggerganov/llama.cpp/blob/02240912ff3621da378ed62cb5d0f279f17fc9d1/examples/quantize/README.md"
+_S3 = "https://github.com/ggml-org/ggml/blob/d99724f2b141fed9e1a9f402213506c081433465/src/ggml-common.h"
+
+#: llama.cpp's GGUF types as storage formats: (name, bits per weight, what the figure is).
+#: A K-quant file mixes types per tensor (Q4_K_M keeps some tensors in Q6_K), so the figure is the
+#: whole file's average bits per weight that llama.cpp's own quantize table prints for Llama-3.1-8B
+#: (S1: tools/quantize/README.md, "bits/weight"); where a file states its own size (llama-bench's
+#: model size) the ceiling uses that instead (core.evidence.reference). Compute: llama.cpp's kernels
+#: dequantise these to 16-bit (fp16) for the matrix products, so they compute at the fp16 peak.
+GGUF: tuple[tuple[str, float, str], ...] = (
+    ("q8_0", 8.5008, f"8.5008 bits per weight, the whole-file average llama.cpp prints for Llama-3.1-8B ({_S1})"),
+    ("q6_k", 6.5633, f"6.5633 bits per weight, the whole-file average llama.cpp prints for Llama-3.1-8B ({_S1})"),
+    ("q5_k_m", 5.7036, f"5.7036 bits per weight (a Q5_K/Q6_K mix), the whole-file average for Llama-3.1-8B ({_S1})"),
+    ("q5_k_s", 5.5704, f"5.5704 bits per weight, the whole-file average for Llama-3.1-8B ({_S1})"),
+    ("q4_k_m", 4.8944, f"4.8944 bits per weight (a Q4_K/Q6_K mix), the whole-file average for Llama-3.1-8B ({_S1})"),
+    ("q4_k_s", 4.6672, f"4.6672 bits per weight, the whole-file average for Llama-3.1-8B ({_S1})"),
+    ("q4_0", 4.5, f"4.5 bits per weight: blocks of 32 weights in 16 bytes plus one fp16 scale (block_q4_0, {_S3})"),
+    ("q3_k_m", 3.91, f"3.91 bits per weight, the whole-file average llama.cpp printed for Llama 2 7B ({_S2})"),
+    ("q2_k", 3.1593, f"3.1593 bits per weight, the whole-file average for Llama-3.1-8B ({_S1})"),
+    ("iq4_xs", 4.4597, f"4.4597 bits per weight, the whole-file average for Llama-3.1-8B ({_S1}; the type itself is 4.25 bpw)"),
+)
+
+#: Other spellings of a format (llama.cpp writes f16 / f32).
+ALIASES = {"f16": "fp16", "f32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32"}
+
 #: Storage formats for weights and KV cache.
 FORMATS: dict[str, Format] = {
     f.name: f
@@ -53,8 +79,11 @@ FORMATS: dict[str, Format] = {
         Format("nvfp4", 4.5, "fp4", "NVFP4: 4 bits + one fp8 (E4M3) scale per 16 elements"),
         Format("fp4", 4.5, "fp4", "alias of NVFP4: 4 bits + one fp8 scale per 16 elements"),
         Format("int4", 4.125, "int4", "int4, group size 128 with one fp16 scale per group (GPTQ/AWQ style)"),
+        *(Format(name, bits, "fp16", f"llama.cpp GGUF {name.upper()}: {what}") for name, bits, what in GGUF),
     )
 }
+
+_GGUF_NAMES = frozenset(name for name, _, _ in GGUF)
 
 #: The order in which a missing compute precision falls back to a wider supported one.
 #: Rule: compute at the nearest supported *wider* format (never a made-up peak).
@@ -94,6 +123,9 @@ class UnknownPrecisionError(ValueError):
 def storage_format(name: str, *, argument: str = "precision") -> Format:
     """The storage format called `name`; a clear error naming the argument otherwise."""
     key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in FORMATS and key.replace("-", "_") in FORMATS:  # q4-k-m, as a file name's tag writes q4_k_m
+        key = key.replace("-", "_")
     if key not in FORMATS:
         known = ", ".join(FORMATS)
         raise UnknownPrecisionError(f"{argument}: unknown precision {name!r}; known: {known}")
@@ -120,4 +152,6 @@ def default_compute(weights: str) -> str:
     fmt = storage_format(weights, argument="weights")
     if fmt.compute in ("fp8", "fp4", "fp32"):
         return fmt.compute
+    if fmt.name in _GGUF_NAMES:  # llama.cpp dequantises to fp16
+        return "fp16"
     return "bf16"

@@ -129,9 +129,20 @@ class ScenarioArrays:
             model=codes["model"],
             draft=codes["spec_draft_model"],
             compute=codes["compute"],
-            weight_bytes=_FORMAT_BYTES_BY_CODE[codes["weights"]],
+            weight_bytes=_weight_bytes(_FORMAT_BYTES_BY_CODE[codes["weights"]], values["weight_bits"]),
             kv_bytes=_FORMAT_BYTES_BY_CODE[codes["kv"]],
         )
+
+
+def _weight_bytes(format_bytes: Array, weight_bits: Any) -> Array:
+    """Bytes per weight: the file's own bits per weight / 8 where a scenario gives them, else its format's."""
+    bits = (
+        np.array([np.nan if b is None else b for b in weight_bits], dtype=np.float64)
+        if not isinstance(weight_bits, np.ndarray)
+        else weight_bits
+    )
+    bits = bits.astype(np.float64, copy=False)
+    return np.where(np.isfinite(bits), bits / 8.0, format_bytes)  # type: ignore[no-any-return]
 
 
 def _unknown(kind: str, value: Any, index: dict[str, int]) -> Exception:

@@ -73,6 +73,16 @@ class Scenario(PrecisionFields):
             "Tensor-core format whose peak applies; auto (empty): fp8 weights compute in fp8, fp4 in fp4, others in bf16.",
         ),
     ] = None
+    weight_bits: Annotated[
+        float | None,
+        Field(gt=0.0, le=64.0),
+        Param(
+            "Bits per weight (file)",
+            "The model file's own average bits per weight (file bytes x 8 / parameters), e.g. from llama-bench's model size: "
+            "a K-quant file mixes types per tensor. Empty: the weight format's bits.",
+            unit="bits",
+        ),
+    ] = None
     kv: Annotated[str, Param("KV cache", "Storage format of the KV cache.")] = "bf16"
     batch: Annotated[int, Field(ge=1, le=1_000_000), Param("Batch (sequences)", "Sequences decoded together in one step.")] = 1
     context: Annotated[
@@ -241,7 +251,7 @@ def check_frame(frame: pl.DataFrame) -> None:
     for name in checked:
         lo, lo_inc, hi, hi_inc = bounds(name)
         col = pl.col(name)
-        bad = col.is_null()
+        bad = col.is_null() if default(name) is not None else pl.lit(False)  # an optional field may be empty
         if lo is not None:
             bad = bad | ((col < lo) if lo_inc else (col <= lo))
         if hi is not None:
