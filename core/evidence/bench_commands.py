@@ -103,7 +103,8 @@ def carried(gpu: str, num_gpus: int, model: str, weights: str, kv: str) -> dict[
 
 def tag_text(values: dict[str, str]) -> str:
     """rl+gpu=h100-sxm+num_gpus=2+...: the scenario as a tag or part of a file name."""
-    return TAG + "".join(f"+{k}={v}" for k, v in values.items())
+    # "_" ends the list in a file name (rl+...+batch=64_genai_perf.json): a GGUF type's underscores are written as "-" (q4-k-m)
+    return TAG + "".join(f"+{k}={str(v).replace('_', '-')}" for k, v in values.items())
 
 
 def read_tag(text: str | None) -> dict[str, str]:

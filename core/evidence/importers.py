@@ -24,7 +24,7 @@ from core.catalogue.catalogue import load_catalogue
 from core.evidence.bench_commands import read_tag
 from core.evidence.formats import Extract, FormatError
 from core.evidence.formats.generic import MissingColumnsError, header_of
-from core.evidence.formats.registry import BY_NAME, Input, detect_csv, detect_json
+from core.evidence.formats.registry import BY_NAME, TEXT_HEAD, Format, Input, detect_csv, detect_json, detect_text
 from core.evidence.measurements import MeasurementError, error_text, validate
 from core.store.paths import ReadOnlyError, read_sql
 
@@ -161,7 +161,7 @@ def parse_file(
     except MissingColumnsError as exc:
         raise ImportFileError(error_text(file_name, exc), missing=exc) from None
     except (FormatError, MeasurementError) as exc:
-        label = extract.row_label if extract is not None else "record" if data.lstrip()[:1] in (b"{", b"[") else "row"
+        label = extract.row_label if extract is not None else _row_label(data, fmt)
         raise ImportFileError(error_text(file_name, exc, label)) from None
     assert extract is not None
     return Parsed(extract.format, rows, hashlib.sha256(data).hexdigest(), extract.notes)
@@ -196,6 +196,9 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
         if reader.json is None:
             raise FormatError(f"a JSON file cannot be read as {reader.name}")
         return reader.read(Input(records, data, [], ctx, mapping))
+    plain = _text_format(text, fmt)
+    if plain is not None:  # a plain-text format (a log, a summary): its own reader, tried before CSV detection
+        return plain.read(Input(None, data, [], ctx, mapping))
     del text  # a large CSV is read from the bytes: no second copy held
     data = _without_trailing_blank_lines(data)
     first_break = data.find(b"\n")
@@ -205,13 +208,29 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
     headers = header_of(data)
     reader = BY_NAME[fmt] if fmt else detect_csv(headers)
     if reader.csv is None:
-        raise FormatError(f"a CSV file cannot be read as {reader.name}")
+        raise FormatError(f"a CSV file cannot be read as {reader.name}")  # (a text format was routed above)
     if first_break < 0 or not _NON_SPACE.search(data, first_break):
         raise FormatError("the CSV has a header but no data rows")
     return reader.read(Input(None, data, headers, ctx, mapping))
 
 
 _NON_SPACE = re.compile(rb"\S")
+
+
+def _text_format(text: str, fmt: str | None) -> Format | None:
+    """The plain-text format of a non-JSON file: the one named, or the one whose detector claims its head; None: CSV."""
+    if fmt is not None:
+        named = BY_NAME[fmt]
+        return named if named.text is not None else None
+    return detect_text(text[:TEXT_HEAD])
+
+
+def _row_label(data: bytes, fmt: str | None) -> str:
+    """What a file's units are called in messages when reading failed before an Extract existed."""
+    if data.lstrip()[:1] in (b"{", b"["):
+        return "record"
+    head = data[: TEXT_HEAD * 4].decode("utf-8-sig", errors="ignore")
+    return "line" if _text_format(head, fmt) is not None else "row"
 
 
 def _without_trailing_blank_lines(data: bytes) -> bytes:
@@ -231,15 +250,21 @@ def _without_trailing_blank_lines(data: bytes) -> bytes:
 
 
 def _json_records(text: str) -> tuple[list[Any], str]:
+    from core.catalogue.bounded_json import JSONLimitError, loads  # size and nesting checked before parsing
+
     try:
-        value = json.loads(text)
+        value = loads(text, max_bytes=MAX_FILE_BYTES)
+    except JSONLimitError as exc:
+        raise FormatError(str(exc)) from None
     except json.JSONDecodeError as exc:
         lines = [ln for ln in text.splitlines() if ln.strip()]
         if len(lines) > 1 and all(ln.lstrip().startswith("{") for ln in lines):
             out = []
             for i, ln in enumerate(lines, 1):
                 try:
-                    out.append(json.loads(ln))
+                    out.append(loads(ln, max_bytes=MAX_FILE_BYTES))
+                except JSONLimitError as e2:
+                    raise FormatError(str(e2), row=i) from None
                 except json.JSONDecodeError as e2:
                     raise FormatError(f"JSON line is truncated or malformed ({e2.msg} at column {e2.colno})", row=i) from None
             return out, "jsonl"

@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, model_validator
 from core.catalogue.catalogue import Catalogue, UnknownIdError
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision, storage_format
 from core.catalogue.specs import PrecisionFields
-from core.evidence.formats import CANONICAL, Extract
+from core.evidence.formats import CANONICAL, CONTEXT_WORDS, EXTRA, Extract
 from core.evidence.matching import match_accelerator, match_model
 
 PHASES = ("decode", "prefill", "mixed")
@@ -52,7 +52,18 @@ RULES: dict[str, Rule] = {
     "tokens_per_s": Rule("tokens/s", 0, 1e8, False, False, "above 100 million tokens/s"),
     "ttft_s": Rule("s", 0, 600, False, False, "a first token after more than 10 minutes: a value in ms read as s?"),
     "tpot_s": Rule("s", 0, 10, False, False, "more than 10 s per output token: a value in ms read as s?"),
+    # the per-request distribution (optional: core.evidence.formats.DISTRIBUTION)
+    "requests": Rule("requests", 1, 1e12, True, True),
+    **{
+        f"ttft_p{q}_s": Rule("s", 0, 600, False, False, "a first token after more than 10 minutes: a value in ms read as s?")
+        for q in (50, 90, 99)
+    },
+    **{f"tpot_p{q}_s": Rule("s", 0, 10, False, False, "more than 10 s per output token: a value in ms read as s?") for q in (50, 90, 99)},
+    # what the file says about the model it ran (optional: core.evidence.formats.FILE_FACTS)
+    "model_bytes": Rule("bytes", 0, 1e13, False, False, "a model file of more than 10 TB"),
 }
+#: Columns a file may leave empty (the rest are required).
+OPTIONAL = frozenset({"ttft_s", "tpot_s", *EXTRA})
 #: tokens_per_s against batch / tpot_s (decode): a factor past this is a unit slip, not a measurement.
 CONSISTENCY_FACTOR = 100.0
 
@@ -80,6 +91,14 @@ class Measurement(PrecisionFields):
     tokens_per_s: Annotated[float, _field("tokens_per_s")]
     ttft_s: Annotated[float, _field("ttft_s")] | None = None
     tpot_s: Annotated[float, _field("tpot_s")] | None = None
+    requests: Annotated[int, _field("requests")] | None = None
+    ttft_p50_s: Annotated[float, _field("ttft_p50_s")] | None = None
+    ttft_p90_s: Annotated[float, _field("ttft_p90_s")] | None = None
+    ttft_p99_s: Annotated[float, _field("ttft_p99_s")] | None = None
+    tpot_p50_s: Annotated[float, _field("tpot_p50_s")] | None = None
+    tpot_p90_s: Annotated[float, _field("tpot_p90_s")] | None = None
+    tpot_p99_s: Annotated[float, _field("tpot_p99_s")] | None = None
+    model_bytes: Annotated[float, _field("model_bytes")] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Measurement:
@@ -101,6 +120,11 @@ def cross_problems(row: dict[str, Any]) -> list[str]:
             out.append(
                 f"tokens_per_s is {row['tokens_per_s'] / implied:.3g} x batch / tpot_s: one of them is in the wrong unit (ms read as s?)"
             )
+    for kind in ("ttft", "tpot"):
+        for lower, upper in ((50, 90), (90, 99)):
+            lo, hi = row.get(f"{kind}_p{lower}_s"), row.get(f"{kind}_p{upper}_s")
+            if lo is not None and hi is not None and hi < lo:
+                out.append(f"{kind}_p{upper}_s: p{upper} {hi:g} s is below p{lower} {lo:g} s")
     return out
 
 
@@ -125,6 +149,7 @@ def validate(
     source_gpu / source_model.
     """
     frame = extract.frame
+    frame = frame.with_columns(*[pl.lit(None, dtype=pl.String).alias(c) for c in EXTRA if c not in frame.columns])
     sources = dict(extract.sources)
     overrides = {k: v for k, v in context.items() if v is not None and k in CANONICAL}
     frame = frame.with_columns(
@@ -144,11 +169,11 @@ def validate(
     for col, rule in RULES.items():
         raw, value = strip[col], pl.col(f"__{col}")
         present = raw.is_not_null() & (raw != "")
-        hint = f"; give it as context (--{col.replace('_', '-')})" if col in ("batch", "input_tokens", "output_tokens") else ""
+        hint = f"; give it as context: {CONTEXT_WORDS[col]}" if col in ("batch", "input_tokens", "output_tokens") else ""
         low = (value < rule.lo) if rule.lo_inclusive else (value <= rule.lo)
         sign = ">=" if rule.lo_inclusive else ">"
         above = f"{{}} is above {rule.hi:g} {rule.unit}" + (f": {rule.hint}" if rule.hint else "")
-        chain: Any = pl.when(~present).then(pl.lit(None if col in ("ttft_s", "tpot_s") else f"missing value ({rule.unit}){hint}"))
+        chain: Any = pl.when(~present).then(pl.lit(None if col in OPTIONAL else f"missing value ({rule.unit}){hint}"))
         chain = chain.when(value.is_null()).then(pl.format("not a number: '{}'", raw.str.slice(0, 40)))
         chain = chain.when(~value.is_finite()).then(pl.format("not a finite number: '{}'", raw.str.slice(0, 40)))
         chain = chain.when(low).then(pl.format(f"{{}} is not {sign} {rule.lo:g} ({rule.unit})", raw))
@@ -178,12 +203,20 @@ def validate(
         ).then(
             pl.format("tokens_per_s is {} x batch / tpot_s: one of them is in the wrong unit (ms read as s?)", factor.round_sig_figs(3))
         ),
+        **{
+            f"{kind}_p{upper}_s": pl.when(pl.col(f"{kind}_p{upper}_s") < pl.col(f"{kind}_p{lower}_s")).then(
+                pl.format(f"p{upper} {{}} s is below p{lower} {{}} s", pl.col(f"{kind}_p{upper}_s"), pl.col(f"{kind}_p{lower}_s"))
+            )
+            for kind in ("ttft", "tpot")
+            for lower, upper in ((50, 90), (90, 99))
+        },
     }
     _raise_first(typed.select("row", *[e.alias(c) for c, e in cross.items()]), sources)
     resolved = _resolve_names(typed, cat, sources, label)
     return resolved.select(
         "row",
         *CANONICAL,
+        *EXTRA,
         "source_gpu",
         "source_model",
     )
@@ -218,7 +251,9 @@ def _resolve_names(frame: pl.DataFrame, cat: Catalogue, sources: dict[str, str],
         if col in ("gpu", "model") and out[col].null_count():
             first = out.filter(pl.col(col).is_null())["row"][0]
             what = "accelerator" if col == "gpu" else "model"
-            raise MeasurementError(f"no {what} in the file: give one as context (--{col})", row=first, column=sources.get(col, col))
+            raise MeasurementError(
+                f"no {what} in the file: give it as context: {CONTEXT_WORDS[col]}", row=first, column=sources.get(col, col)
+            )
         mapping: dict[str, str] = {}
         for name in names:
             try:

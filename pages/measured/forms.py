@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.precisions import COMPUTE_FORMATS
 from core.catalogue.precisions import FORMATS as PRECISIONS
 from core.evidence.formats import CANONICAL
+from core.evidence.formats.generic import MissingColumnsError, header_of, missing_columns, one_row_csv
 from core.evidence.formats.registry import BY_NAME as FORMATS
+from core.evidence.formats.registry import TEXT_HEAD, UPLOAD_TYPES, detect_csv, detect_text, format_help
 from core.evidence.importers import ImportContext, ImportFileError, delete_dataset, import_file, rename_dataset
 from core.present.text import escape_markdown
 from core.store import SessionStore, Store, StoreError
@@ -26,10 +30,10 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
                 icon=":material/lock:",
             )
         up = st.file_uploader(
-            "Benchmark output (CSV, JSON, JSONL)",
-            type=["csv", "json", "jsonl"],
+            "Benchmark output (CSV, JSON, JSONL, or a text log, summary, markdown or SQL file)",
+            type=list(UPLOAD_TYPES),
             key="ms_upload",
-            help="vLLM, SGLang, TensorRT-LLM, genai-perf, AIPerf, llmperf, llama-bench, optimum-benchmark or the generic CSV.",
+            help="The format is detected from the content. Read here:\n\n" + format_help(),
         )
         c1, c2, c3 = st.columns(3)
         fmt = c1.selectbox(
@@ -38,7 +42,9 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
         gpu = c2.selectbox("Accelerator", [FROM_FILE, *cat.gpus["id"].to_list()], key="ms_gpu", help="Replaces the file's accelerator.")
         model = c3.selectbox("Model", [FROM_FILE, *cat.records], key="ms_model", help="Replaces the file's model.")
         d1, d2, d3, d4 = st.columns(4)
-        num_gpus = d1.number_input("GPUs", 0, 1024, 0, key="ms_num_gpus", help="Accelerators the model ran on (0: from the file, else 1).")
+        num_gpus = d1.number_input(
+            "Accelerator count", 0, 1024, 0, key="ms_num_gpus", help="Accelerators the model ran on (0: from the file, else 1)."
+        )
         weights = d2.selectbox("Weights", [FROM_FILE, *PRECISIONS], key="ms_weights", help="Weight format (from the file, else bf16).")
         kv = d3.selectbox("KV cache", [FROM_FILE, *PRECISIONS], key="ms_kv", help="KV-cache format (from the file, else bf16).")
         compute = d4.selectbox(
@@ -46,12 +52,33 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
         )
         e1, e2, e3, e4 = st.columns(4)
         batch = e1.number_input(
-            "Batch", 0, 1_000_000, 0, key="ms_batch", help="Sequences or concurrency, where the file lacks it (0: none)."
+            "Batch (sequences)",
+            0,
+            1_000_000,
+            0,
+            key="ms_batch",
+            help="Sequences decoded together or the client concurrency; fills the file's batch where it lacks one, or a CSV's "
+            "missing batch column (0: from the file).",
         )
-        inp = e2.number_input("Input (tokens)", 0, 10_000_000, 0, key="ms_in", help="Prompt length, where the file lacks it (0: none).")
-        out = e3.number_input("Output (tokens)", 0, 10_000_000, 0, key="ms_out", help="Output length, where the file lacks it (0: none).")
+        inp = e2.number_input(
+            "Input tokens per request",
+            0,
+            10_000_000,
+            0,
+            key="ms_in",
+            help="Prompt length; fills a missing input column (0: from the file).",
+        )
+        out = e3.number_input(
+            "Output tokens per request",
+            0,
+            10_000_000,
+            0,
+            key="ms_out",
+            help="Output length; fills a missing output column (0: from the file).",
+        )
         name = e4.text_input("Dataset name", key="ms_name", help="Stored as typed; default: the file name.")
-        mapping = _mapping_step()
+        given = frozenset(k for k, v in (("batch", batch), ("input_tokens", inp), ("output_tokens", out)) if v)
+        mapping = _mapping_step(up, fmt, given)
         if st.button(
             "Import",
             icon=":material/upload:",
@@ -84,10 +111,8 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
                 )
             except (ImportFileError, StoreError) as exc:  # StoreError: the store stayed busy (or refused a write)
                 bar.empty()
-                st.session_state["ms_missing"] = getattr(exc, "missing", None)
                 st.error(escape_markdown(str(exc)), icon=":material/error:")
                 return
-            st.session_state.pop("ms_missing", None)
             st.session_state["ms_dataset"] = res.dataset_id
             where = " (kept in this session only)" if store.session_only else ""
             st.success(f"Imported {res.rows:,} measurements ({res.format}) as {escape_markdown(res.name)}{where}.", icon=":material/check:")
@@ -97,20 +122,50 @@ def _format_label(name: str) -> str:
     return "auto" if name == "auto" else f"{name}: {FORMATS[name].description}"
 
 
-def _mapping_step() -> dict[str, str] | None:
-    """When the generic CSV's headers differ: one select per missing column."""
-    missing = st.session_state.get("ms_missing")
-    if missing is None:
+def _mapping_step(up: Any, fmt: str, given: frozenset[str]) -> dict[str, str] | None:
+    """As soon as a CSV read as the generic format lacks required columns: one select per missing column.
+
+    Only headers whose content fits are offered (whole numbers for batch and lengths, positive numbers for
+    tokens/s), the closest name proposed; nothing is imported until the Import button confirms the mapping.
+    A column typed in the fields above (batch, input, output tokens) is not asked for.
+    """
+    missing = _missing_now(up, fmt, given)
+    if missing is None or not missing.missing:
         return None
-    st.markdown("**Map the columns** this file names differently:")
+    st.markdown("**Map the columns** this file names differently (nothing is imported until you press Import):")
     cols = st.columns(max(1, len(missing.missing)))
     out = {}
     for col, name in zip(cols, missing.missing, strict=False):
-        options = ["", *missing.headers]
-        default = options.index(missing.suggested.get(name, "")) if missing.suggested.get(name, "") in options else 0
-        out[name] = col.selectbox(name, options, index=default, key=f"ms_map_{name}", help=f"The file's column holding {name}.")
+        options = ["", *missing.candidates.get(name, [])]
+        suggested = missing.suggested.get(name, "")
+        default = options.index(suggested) if suggested in options else 0
+        out[name] = col.selectbox(
+            name,
+            options,
+            index=default,
+            key=f"ms_map_{name}",
+            format_func=lambda h: "(choose a column)" if h == "" else h,
+            help=f"The file's column holding {name}: only columns whose values fit are offered."
+            + ("" if len(options) > 1 else " None fits: type the value in the field above, or fix the file."),
+        )
     assert all(k in CANONICAL for k in out)
     return {k: v for k, v in out.items() if v}
+
+
+def _missing_now(up: Any, fmt: str, given: frozenset[str]) -> MissingColumnsError | None:
+    """The generic CSV's missing required columns for the uploaded file (None: not such a file)."""
+    if up is None:
+        return None
+    data = up.getvalue()
+    if data.lstrip()[:1] in (b"{", b"[") or fmt not in ("auto", "generic-csv"):
+        return None
+    try:
+        text = data[:TEXT_HEAD].decode("utf-8-sig", errors="replace")
+        if fmt == "auto" and (detect_text(text) is not None or detect_csv(header_of(data)).name != "generic-csv"):
+            return None
+        return missing_columns(data, given)
+    except (UnicodeDecodeError, ValueError):
+        return None
 
 
 def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> None:
@@ -128,3 +183,90 @@ def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> N
             delete_dataset(store, dataset_id)
             st.session_state.pop("ms_dataset", None)
             st.rerun()
+
+
+def measurement_form(cat: Catalogue, store: Store | SessionStore) -> None:
+    """Type one measurement (as a blog post or a seed article prints it); it is stored as a one-row dataset, validated like a file."""
+    with st.expander("Type one measurement", icon=":material/edit_note:"):
+        st.caption(
+            "For a figure printed in an article or a post: the scenario and what was measured. It is checked by the same rules as an "
+            "imported file and kept as a dataset of one row."
+        )
+        with st.form("ms_one_form", border=False):
+            a1, a2, a3 = st.columns(3)
+            gpu = a1.selectbox(
+                "Accelerator",
+                cat.gpus["id"].to_list(),
+                format_func=lambda g: cat.gpu(g).name,
+                key="ms_one_gpu",
+                help="The accelerator it ran on.",
+            )
+            count = a2.number_input(
+                "Accelerator count", 1, 1024, 1, key="ms_one_gpus", help="Accelerators the model ran on (tensor parallel)."
+            )
+            model = a3.selectbox(
+                "Model", list(cat.records), format_func=lambda m: cat.model(m).name, key="ms_one_model", help="The model measured."
+            )
+            b1, b2, b3, b4 = st.columns(4)
+            weights = b1.selectbox("Weights", list(PRECISIONS), key="ms_one_weights", help="Weight format.")
+            kv = b2.selectbox("KV cache", list(PRECISIONS), key="ms_one_kv", help="KV-cache format.")
+            compute = b3.selectbox(
+                "Compute", [FROM_WEIGHTS, *COMPUTE_FORMATS], key="ms_one_compute", help="Tensor-core format (default: from the weights)."
+            )
+            phase = b4.selectbox(
+                "What was measured",
+                ["decode", "mixed", "prefill"],
+                format_func=PHASE_LABELS.__getitem__,
+                key="ms_one_phase",
+                help="Decode: generated tokens/s with no prefill in the window; serving run: output tokens/s with prefill included; "
+                "prefill: prompt tokens/s.",
+            )
+            c1, c2, c3 = st.columns(3)
+            batch = c1.number_input(
+                "Batch (sequences)", 1, 1_000_000, 1, key="ms_one_batch", help="Sequences decoded together, or concurrency."
+            )
+            inp = c2.number_input("Input tokens per request", 0, 10_000_000, 128, key="ms_one_in", help="Prompt length per request.")
+            out = c3.number_input("Output tokens per request", 0, 10_000_000, 128, key="ms_one_out", help="Tokens generated per request.")
+            d1, d2, d3, d4 = st.columns(4)
+            tps = d1.number_input(
+                "Tokens/s",
+                0.0,
+                1e8,
+                0.0,
+                key="ms_one_tps",
+                help="Measured tokens/s of the whole batch (prefill: prompt tokens/s).",
+                format="%.4g",
+            )
+            ttft = d2.number_input("TTFT (ms)", 0.0, 600_000.0, 0.0, key="ms_one_ttft", help="Mean time to first token (0: not measured).")
+            tpot = d3.number_input("TPOT (ms)", 0.0, 10_000.0, 0.0, key="ms_one_tpot", help="Mean time per output token (0: not measured).")
+            name = d4.text_input("Dataset name", key="ms_one_name", help="Default: the scenario in words.")
+            sent = st.form_submit_button("Add this measurement", icon=":material/add:", help="Validate it and keep it as a dataset.")
+        if not sent:
+            return
+        csv = one_row_csv(
+            gpu=gpu,
+            num_gpus=int(count),
+            model=model,
+            weights=weights,
+            kv=kv,
+            compute=None if compute == FROM_WEIGHTS else compute,
+            phase=phase,
+            batch=int(batch),
+            input_tokens=int(inp),
+            output_tokens=int(out),
+            tokens_per_s=float(tps),
+            ttft_ms=float(ttft) or None,
+            tpot_ms=float(tpot) or None,
+        )
+        label = name.strip() or f"{cat.model(model).name} on {int(count)} x {cat.gpu(gpu).name}, batch {int(batch)} (typed)"
+        try:
+            res = import_file(store, csv, "typed measurement.csv", name=label)
+        except (ImportFileError, StoreError) as exc:
+            st.error(escape_markdown(str(exc).replace("typed measurement.csv: row 1, ", "")), icon=":material/error:")
+            return
+        st.session_state["ms_dataset"] = res.dataset_id
+        st.success(f"Added as dataset {escape_markdown(res.name)}.", icon=":material/check:")
+
+
+FROM_WEIGHTS = "(from the weights)"
+PHASE_LABELS = {"decode": "decode only", "mixed": "a serving run (prefill included)", "prefill": "prefill only"}

@@ -259,7 +259,7 @@ def test_wrong_type_in_a_json_field(store):
 def test_file_without_accelerator_asks_for_context(store):
     """A vLLM file has no accelerator: the message says which flag gives it."""
     msg = refused(store, (FIXTURES / "vllm_serve.json").read_bytes(), "vllm_serve.json")
-    assert "no accelerator in the file: give one as context (--gpu)" in msg
+    assert "no accelerator in the file: give it as context: accelerator" in msg  # the page's field, in words
 
 
 def test_many_bad_rows_report_the_first_and_count_the_rest(store):

@@ -51,7 +51,7 @@ CASES = [
     (
         "llama_bench.json",
         "llama-bench",
-        {"phase": "prefill", "weights": "int8", "kv": "fp16", "batch": 1, "input_tokens": 512, "tokens_per_s": 8322.5},
+        {"phase": "prefill", "weights": "q8_0", "kv": "fp16", "batch": 1, "input_tokens": 512, "tokens_per_s": 8322.5},
     ),
     (
         "optimum_benchmark.json",
@@ -84,10 +84,10 @@ def test_csv_exports_need_context_and_read_the_avg_column(store):
 
 def test_vllm_throughput_takes_the_output_share_from_the_context(store):
     """tokens_per_second counts prompt and output tokens: x 128 / (1024 + 128) leaves output tokens/s."""
-    ctx = ImportContext(gpu="h100-sxm", model="llama-3.1-8b", input_tokens=1024, output_tokens=128)
+    ctx = ImportContext(gpu="h100-sxm", model="llama-3.1-8b", input_tokens=1024, output_tokens=128, batch=256)
     row = parsed(store, "vllm_throughput.json", ctx).rows.row(0, named=True)
     assert row["tokens_per_s"] == pytest.approx(12467.5 * 128 / 1152)
-    assert row["batch"] == 1000
+    assert row["batch"] == 256  # the batch given, never num_requests (1000): the file does not hold the batch
 
 
 def test_llama_bench_csv_json_and_jsonl_read_alike(store):
@@ -100,7 +100,8 @@ def test_llama_bench_csv_json_and_jsonl_read_alike(store):
     jsonl = parse_file(
         store, (FIXTURES / "llama_bench.jsonl").read_bytes(), "llama_bench.jsonl", context=ImportContext(gpu="m2-ultra")
     ).rows
-    assert jsonl["model"].to_list() == ["llama-2-7b", "llama-2-7b"] and jsonl["weights"][0] == "int4"
+    assert jsonl["model"].to_list() == ["llama-2-7b", "llama-2-7b"] and jsonl["weights"][0] == "q4_0"
+    assert jsonl["model_bytes"][0] == 3825065984  # the file's model_size: the ceiling reads these bytes, not 4.5 bits x params
 
 
 def test_sglang_one_batch_gives_prefill_and_decode_per_record(store):

@@ -34,6 +34,30 @@ CANONICAL: tuple[str, ...] = (
     "ttft_s",
     "tpot_s",
 )
+#: Optional columns: the per-request distribution behind a measurement (null where a file holds only means).
+DISTRIBUTION: tuple[str, ...] = (
+    "requests",
+    "ttft_p50_s",
+    "ttft_p90_s",
+    "ttft_p99_s",
+    "tpot_p50_s",
+    "tpot_p90_s",
+    "tpot_p99_s",
+)
+#: Optional facts a file states about what ran: the model file's size in bytes (llama-bench `model_size`),
+#: which the ceiling uses instead of the weight format's nominal bits (a K-quant file mixes types per tensor).
+FILE_FACTS: tuple[str, ...] = ("model_bytes",)
+#: Every optional column a reader may fill.
+EXTRA: tuple[str, ...] = (*DISTRIBUTION, *FILE_FACTS)
+#: A context value in words, for messages that ask for it (the page's field and the CLI's flag both say the same).
+CONTEXT_WORDS: dict[str, str] = {
+    "gpu": "accelerator",
+    "num_gpus": "accelerator count",
+    "model": "model",
+    "batch": "batch (sequences)",
+    "input_tokens": "input tokens per request",
+    "output_tokens": "output tokens per request",
+}
 
 
 class FormatError(ValueError):
@@ -51,14 +75,19 @@ class Extract:
     """One file read into canonical columns (text values), with provenance per column."""
 
     format: str
-    frame: pl.DataFrame  # "row" (Int64, 1-based) + CANONICAL columns as String
+    frame: pl.DataFrame  # "row" (Int64, 1-based) + CANONICAL columns (+ any DISTRIBUTION columns) as String
     sources: dict[str, str]  # canonical column -> the file's field (for messages)
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor to SI
-    row_label: str = "record"  # "row" for CSV data rows, "record" for JSON objects
+    row_label: str = "record"  # "row" for CSV data rows, "record" for JSON objects, "line" for text lines
     notes: list[str] = field(default_factory=list)
 
 
-Getter = Callable[[dict[str, Any]], Any]
+Getter = Callable[[Any], Any]  # a record (dict) -> the raw value
+
+
+def value_of(name: str) -> Getter:
+    """A getter of one top-level field (None where absent)."""
+    return lambda r: r.get(name)
 
 
 def text(value: Any) -> str | None:
@@ -100,6 +129,36 @@ def rounded(value: Any) -> Any:
     return value
 
 
+def ask(what: str, *columns: str) -> str:
+    """A message asking for context values in words: "<what>: give it as context: batch (sequences)"."""
+    words = [CONTEXT_WORDS.get(c, c) for c in columns]
+    listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    return f"{what}: give {'it' if len(words) == 1 else 'them'} as context: {listed}"
+
+
+def number(value: Any) -> float | None:
+    """A JSON number as float (None for anything else, booleans included)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(float(value)):
+        return float(value)
+    return None
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100) with linear interpolation between closest ranks (numpy's default method)."""
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def distribution(prefix: str, values: list[float]) -> dict[str, float]:
+    """p50/p90/p99 of a list of seconds, keyed `<prefix>_p50_s` ... (empty for no values)."""
+    if not values:
+        return {}
+    return {f"{prefix}_p{q}_s": percentile(values, q) for q in (50, 90, 99)}
+
+
 def from_records(
     fmt: str,
     records: list[dict[str, Any]],
@@ -110,12 +169,13 @@ def from_records(
     rows: list[int] | None = None,
 ) -> Extract:
     """An Extract from JSON objects: `spec` maps canonical column -> (field label, getter)."""
-    data: dict[str, list[str | None]] = {c: [] for c in CANONICAL}
+    columns = [*CANONICAL, *(c for c in EXTRA if c in spec)]
+    data: dict[str, list[str | None]] = {c: [] for c in columns}
     for rec in records:
-        for col in CANONICAL:
+        for col in columns:
             data[col].append(text(spec[col][1](rec)) if col in spec else None)
     frame = pl.DataFrame(
-        {"row": rows or list(range(1, len(records) + 1)), **data}, schema={"row": pl.Int64, **dict.fromkeys(CANONICAL, pl.String)}
+        {"row": rows or list(range(1, len(records) + 1)), **data}, schema={"row": pl.Int64, **dict.fromkeys(columns, pl.String)}
     )
     return Extract(fmt, frame, {c: label for c, (label, _) in spec.items()}, scale or {}, "record", notes or [])
 

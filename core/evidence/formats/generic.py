@@ -49,15 +49,66 @@ ALIASES: dict[str, tuple[str, ...]] = {
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6}
 
 
-class MissingColumnsError(FormatError):
-    """Required columns absent: `missing`, the file's `headers` and a `suggested` mapping."""
+#: Required columns that hold whole numbers (the rest of REQUIRED hold any positive number).
+_COUNTS = frozenset({"batch", "input_tokens", "output_tokens"})
+#: Data rows looked at to tell whether a column's content fits.
+SAMPLE_ROWS = 200
 
-    def __init__(self, missing: list[str], headers: list[str]) -> None:
+
+class MissingColumnsError(FormatError):
+    """Required columns absent: `missing`, the file's `headers`, per missing column the `candidates` whose content fits, and a `suggested` mapping.
+
+    A header is a candidate for a count (batch, input or output tokens) only if every sampled value is a whole
+    number >= 0, for tokens_per_s only if every one is a number > 0; candidates are ranked by how close the
+    header's name is, and the closest (if its name is near enough) is suggested.
+    """
+
+    def __init__(
+        self, missing: list[str], headers: list[str], sample: dict[str, list[str | None]] | None = None, taken: frozenset[str] = frozenset()
+    ) -> None:
         self.missing = missing
         self.headers = headers
-        self.suggested = {m: (difflib.get_close_matches(m, headers, n=1, cutoff=0.4) or [""])[0] for m in missing}
-        hints = ", ".join(f"{m} (closest header: {self.suggested[m]!r})" if self.suggested[m] else m for m in missing)
+        free = [h for h in headers if h not in taken]  # a header already read as another column is not offered again
+        self.candidates = {m: _fitting(m, free, sample or {}) for m in missing}
+        self.suggested = {m: (difflib.get_close_matches(m, self.candidates[m], n=1, cutoff=0.4) or [""])[0] for m in missing}
+        hints = ", ".join(f"{m} (closest fitting header: {self.suggested[m]!r})" if self.suggested[m] else m for m in missing)
         super().__init__(f"missing column(s) {hints}; map them to the file's headers", column=", ".join(missing))
+
+
+def _fitting(column: str, headers: list[str], sample: dict[str, list[str | None]]) -> list[str]:
+    """The headers whose sampled values fit `column` (see MissingColumnsError), closest name first."""
+    out = []
+    for h in headers:
+        values = [v.strip() for v in sample.get(h, []) if v is not None and v.strip()]
+        if not values:
+            continue
+        try:
+            numbers = [float(v) for v in values]
+        except ValueError:
+            continue
+        if column in _COUNTS and not all(x >= 0 and x == int(x) for x in numbers):
+            continue
+        if column not in _COUNTS and not all(x > 0 for x in numbers):
+            continue
+        out.append(h)
+    return sorted(out, key=lambda h: -difflib.SequenceMatcher(None, column, h.lower()).ratio())
+
+
+def sample_columns(data: bytes, rows: int = SAMPLE_ROWS) -> dict[str, list[str | None]]:
+    """The first `rows` data rows of CSV bytes, column by column (text), for telling what a column holds."""
+    try:
+        head = pl.read_csv(io.BytesIO(data), infer_schema_length=0, n_rows=rows, raise_if_empty=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.ShapeError):
+        return {}
+    return {c: head[c].to_list() for c in head.columns}
+
+
+def missing_columns(data: bytes, given: frozenset[str] = frozenset()) -> MissingColumnsError | None:
+    """Before an import: the required columns a generic CSV lacks (those `given` as context do not count), with fitting candidates."""
+    headers = header_of(data)
+    cols = auto_mapping(headers)
+    missing = [c for c in REQUIRED if c not in cols and c not in given]
+    return MissingColumnsError(missing, headers, sample_columns(data), frozenset(cols.values())) if missing else None
 
 
 def header_of(data: bytes) -> list[str]:
@@ -86,8 +137,12 @@ def time_scale(header: str) -> float:
     return _UNITS[m.group(1).replace("µ", "u")]
 
 
-def read_generic(data: bytes, mapping: dict[str, str] | None = None) -> Extract:
-    """The generic CSV as an Extract; MissingColumnsError when required columns cannot be found."""
+def read_generic(data: bytes, mapping: dict[str, str] | None = None, given: frozenset[str] = frozenset()) -> Extract:
+    """The generic CSV as an Extract; MissingColumnsError when required columns cannot be found.
+
+    A required column `given` as context (batch, input or output tokens typed on the page or passed on the
+    command line) need not be in the file: the context fills it for every row.
+    """
     headers = header_of(data)
     seen: dict[str, int] = {}
     for i, h in enumerate(headers, 1):
@@ -102,9 +157,9 @@ def read_generic(data: bytes, mapping: dict[str, str] | None = None) -> Extract:
             raise FormatError(f"unknown column {col!r} in the mapping; known: {', '.join(CANONICAL)}", column=col)
         if h not in seen:
             raise FormatError(f"mapped header {h!r} (for {col}) is not in the file", column=h)
-    missing = [c for c in REQUIRED if c not in cols]
+    missing = [c for c in REQUIRED if c not in cols and c not in given]
     if missing:
-        raise MissingColumnsError(missing, headers)
+        raise MissingColumnsError(missing, headers, sample_columns(data), frozenset(cols.values()))
     try:
         raw = pl.read_csv(io.BytesIO(data), infer_schema_length=0, columns=sorted(set(cols.values())), raise_if_empty=False)
     except (pl.exceptions.ComputeError, pl.exceptions.ShapeError) as exc:
@@ -115,3 +170,16 @@ def read_generic(data: bytes, mapping: dict[str, str] | None = None) -> Extract:
     )
     scale: dict[str, float] = {c: time_scale(cols[c]) for c in ("ttft_s", "tpot_s") if c in cols}
     return Extract("generic-csv", frame, {c: cols[c] for c in cols}, scale, "row")
+
+
+def one_row_csv(*, ttft_ms: float | None, tpot_ms: float | None, **values: object) -> bytes:
+    """One measurement written as the generic CSV (the page's typed measurement goes through the same reader and checks as a file)."""
+    row = {**{k: v for k, v in values.items() if k in CANONICAL}, "ttft_ms": ttft_ms, "tpot_ms": tpot_ms}
+    unknown = set(values) - set(CANONICAL)
+    if unknown:
+        raise ValueError(f"not measurement columns: {', '.join(sorted(unknown))}")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(list(row))
+    writer.writerow(["" if v is None else v for v in row.values()])
+    return buf.getvalue().encode("utf-8")

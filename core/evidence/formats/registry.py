@@ -1,10 +1,16 @@
 """Every benchmark format the importer reads: one entry each, in the order content is detected.
 
 An entry names the format, says what it is, which files it reads (JSON
-records, CSV or both), how its content is recognised and which reader turns
-it into an Extract. A new format is one reader function in its module and
-one entry here; detection, `--format`, the page's format list and the error
-naming the known formats all come from this table.
+records, CSV, plain text), how its content is recognised and which reader
+turns it into an Extract. A new format is one reader function in its module
+and one entry here; detection, `--format`, the page's format list, its
+uploader's file types and help, and the error naming the known formats all
+come from this table.
+
+Routing (core.evidence.importers): a file starting with `{` or `[` is JSON
+(detected from its first record); any other file is offered to the `text`
+detectors (its first ~8 KB, `TEXT_HEAD`) before CSV detection, so a log or a
+summary text is read by its own reader; what no text detector claims is CSV.
 """
 
 from __future__ import annotations
@@ -17,9 +23,38 @@ from typing import Any
 import polars as pl
 
 from core.evidence.formats import Extract, FormatError
-from core.evidence.formats.exports import llama_bench, optimum_benchmark, profile_csv, profile_json
+from core.evidence.formats.exports import aiperf_records, llama_bench, optimum_benchmark, profile_csv, profile_json
 from core.evidence.formats.generic import read_generic
-from core.evidence.formats.serving import llmperf, sglang_one_batch, sglang_serving, trtllm_bench, vllm_serve, vllm_throughput
+from core.evidence.formats.logs import (
+    inferencex,
+    is_inferencex,
+    is_llama_bench_md,
+    is_llama_bench_sql,
+    is_mlperf_results_csv,
+    is_mlperf_summary,
+    is_optimum_benchmark_csv,
+    llama_bench_md,
+    llama_bench_sql,
+    mlperf_results_csv,
+    mlperf_summary,
+    optimum_benchmark_csv,
+)
+from core.evidence.formats.serving import (
+    llmperf,
+    llmperf_requests,
+    looks_like_vllm_log,
+    sglang_one_batch,
+    sglang_serving,
+    trtllm_bench,
+    vllm_engine_log,
+    vllm_latency,
+    vllm_pytorch,
+    vllm_serve,
+    vllm_throughput,
+)
+
+#: How much of a non-JSON file a `text` detector sees.
+TEXT_HEAD = 8192
 
 
 @dataclass(frozen=True)
@@ -48,6 +83,8 @@ class Format:
     json: Callable[[dict[str, Any]], bool] | None = None
     #: recognises the format from a CSV file's header (None: not a CSV format)
     csv: Callable[[list[str]], bool] | None = None
+    #: recognises a plain-text format from a non-JSON file's first TEXT_HEAD characters (tried before CSV detection)
+    text: Callable[[str], bool] | None = None
 
 
 def _keys(r: dict[str, Any]) -> set[str]:
@@ -70,6 +107,24 @@ def _records(inp: Input) -> list[dict[str, Any]]:
 #: In detection order: the first whose test accepts the content reads it (the generic CSV accepts any CSV).
 FORMATS: tuple[Format, ...] = (
     Format(
+        "inferencex",
+        "InferenceX (SemiAnalysis) result rows (agg_*.json)",
+        lambda i: inferencex(_records(i), i.context),
+        json=is_inferencex,
+    ),
+    Format(
+        "aiperf-records",
+        "AIPerf profile_export.jsonl (one record per request; aggregated to one measurement with p50/p90/p99)",
+        lambda i: aiperf_records(_records(i), i.context),
+        json=lambda r: isinstance(r.get("metadata"), dict) and "request_start_ns" in r["metadata"] and isinstance(r.get("metrics"), dict),
+    ),
+    Format(
+        "vllm-pytorch",
+        "vLLM *.pytorch.json (SAVE_TO_PYTORCH_BENCHMARK_FORMAT=1: latency, throughput or serve)",
+        lambda i: vllm_pytorch(_records(i), i.context),
+        json=lambda r: isinstance(r.get("metric"), dict) and "benchmark_values" in r["metric"] and isinstance(r.get("benchmark"), dict),
+    ),
+    Format(
         "trtllm-bench",
         "trtllm-bench ... --report_json",
         lambda i: trtllm_bench(_records(i)),
@@ -80,6 +135,12 @@ FORMATS: tuple[Format, ...] = (
         "optimum-benchmark benchmark.json or benchmark_report.json",
         lambda i: optimum_benchmark(_records(i)),
         json=lambda r: ("report" in r and "config" in r) or ({"decode", "prefill"} <= _keys(r) and isinstance(r.get("decode"), dict)),
+    ),
+    Format(
+        "llmperf-requests",
+        "ray-project/llmperf *_individual_responses.json (aggregated to one measurement with p50/p90/p99)",
+        lambda i: llmperf_requests(_records(i), i.context),
+        json=lambda r: {"end_to_end_latency_s", "number_output_tokens", "ttft_s"} <= _keys(r),
     ),
     Format(
         "llmperf",
@@ -140,6 +201,48 @@ FORMATS: tuple[Format, ...] = (
         json=lambda r: {"tokens_per_second", "requests_per_second", "elapsed_time"} <= _keys(r),
     ),
     Format(
+        "vllm-latency",
+        "vllm bench latency --output-json",
+        lambda i: vllm_latency(_records(i), i.context),
+        json=lambda r: {"avg_latency", "latencies"} <= _keys(r),
+    ),
+    Format(
+        "vllm-log",
+        "vLLM server log (the periodic 'Avg prompt throughput ... Running: N reqs' lines)",
+        lambda i: vllm_engine_log(i.text(), i.context),
+        text=looks_like_vllm_log,
+    ),
+    Format(
+        "mlperf-summary",
+        "MLPerf Inference loadgen mlperf_log_summary.txt (v4.0+, LLM benchmarks)",
+        lambda i: mlperf_summary(i.text(), i.context),
+        text=is_mlperf_summary,
+    ),
+    Format(
+        "llama-bench-md",
+        "llama.cpp llama-bench markdown table (its default output, -o md)",
+        lambda i: llama_bench_md(i.text(), i.context),
+        text=is_llama_bench_md,
+    ),
+    Format(
+        "llama-bench-sql",
+        "llama.cpp llama-bench -o sql",
+        lambda i: llama_bench_sql(i.text(), i.context),
+        text=is_llama_bench_sql,
+    ),
+    Format(
+        "mlperf-results",
+        "MLPerf Inference results summary.csv (the submission checker's table; LLM rows)",
+        lambda i: mlperf_results_csv(i.data, i.context),
+        csv=is_mlperf_results_csv,
+    ),
+    Format(
+        "optimum-benchmark-csv",
+        "optimum-benchmark CSV / LLM-Perf leaderboard CSV (dot-flattened names)",
+        lambda i: optimum_benchmark_csv(i.data, i.context),
+        csv=is_optimum_benchmark_csv,
+    ),
+    Format(
         "aiperf-csv",
         "AIPerf profile_export_aiperf.csv",
         lambda i: profile_csv(i.text(), "aiperf-csv"),
@@ -154,12 +257,20 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "generic-csv",
         "documented CSV, one row per measurement (see core/evidence/formats/generic.py)",
-        lambda i: read_generic(i.data, i.mapping),
+        lambda i: read_generic(i.data, i.mapping, frozenset(k for k, v in i.context.items() if v is not None)),
         csv=lambda headers: True,
     ),
 )
 
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
+
+#: The file extensions the uploader accepts (JSON, JSON lines, CSV and the text formats: logs, summaries, markdown, SQL).
+UPLOAD_TYPES: tuple[str, ...] = ("csv", "json", "jsonl", "txt", "md", "log", "sql")
+
+
+def format_help() -> str:
+    """A markdown list of every format the importer reads (the uploader's help), in detection order."""
+    return "\n".join(f"- **{f.name}**: {f.description.replace('*', chr(92) + '*')}" for f in FORMATS)
 
 
 def detect_json(record: dict[str, Any]) -> Format:
@@ -170,6 +281,11 @@ def detect_json(record: dict[str, Any]) -> Format:
         shown = ", ".join(keys[:8])
         raise FormatError(f"not a known benchmark format (fields: {shown}{', ...' if len(keys) > 8 else ''}); known: {', '.join(BY_NAME)}")
     return hit
+
+
+def detect_text(head: str) -> Format | None:
+    """The plain-text format whose detector claims a non-JSON file's first TEXT_HEAD characters; None: read it as CSV."""
+    return next((f for f in FORMATS if f.text is not None and f.text(head[:TEXT_HEAD])), None)
 
 
 def detect_csv(headers: list[str]) -> Format:
