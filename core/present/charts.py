@@ -347,20 +347,40 @@ STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cros
 
 
 def measured_roofline_chart(
-    roofs: pl.DataFrame, compared: pl.DataFrame, *, title: str = "", width: int = 760, height: int = 420
+    roofs: pl.DataFrame,
+    compared: pl.DataFrame,
+    *,
+    title: str = "",
+    width: int = 760,
+    height: int = 420,
+    rings: pl.DataFrame | None = None,
+    subtitle: str = "",
 ) -> alt.LayerChart:
-    """Log-log roofline with each measurement's predicted operating point and its measured point.
+    """Log-log roofline with each measurement's predicted operating point (a ring) and its measured point.
 
     `roofs` comes from core.model.roofline.roof_lines (kinds "datasheet" and, from a
-    calibration, "empirical"); `compared` from core.evidence.compare.compare
-    (point_intensity, predicted_flops_per_gpu, achieved_flops_per_gpu, status).
+    calibration, "empirical"). Either `compared` is a comparison
+    (core.evidence.compare.compare: point_intensity, predicted_flops_per_gpu,
+    achieved_flops_per_gpu, status), one ring and one point per row, or it and
+    `rings` are marks already aggregated (core.present.figures.measured_marks:
+    intensity, flops, status, label, n). `subtitle` says how marks were aggregated.
     """
     roofs = positive(roofs, "intensity", "attainable_flops")
-    pts = positive(compared, "point_intensity", "achieved_flops_per_gpu", "predicted_flops_per_gpu").with_columns(
-        pl.format("row {} · {} · batch {}", "row", "phase", "batch").alias("label")
-    )
-    x_dom = _log_domain([roofs["intensity"], pts["point_intensity"]], pad=3.0)
-    y_dom = _log_domain([roofs["attainable_flops"], pts["achieved_flops_per_gpu"], pts["predicted_flops_per_gpu"]], pad=3.0)
+    if rings is None:
+        pts = positive(compared, "point_intensity", "achieved_flops_per_gpu", "predicted_flops_per_gpu").with_columns(
+            pl.format("row {} · {} · batch {}", "row", "phase", "batch").alias("label"), pl.lit(1).alias("n")
+        )
+        rings = pts.select(
+            pl.col("point_intensity").alias("intensity"), pl.col("predicted_flops_per_gpu").alias("flops"), "label", "status", "n"
+        )
+        measured = pts.select(
+            pl.col("point_intensity").alias("intensity"), pl.col("achieved_flops_per_gpu").alias("flops"), "label", "status", "n"
+        )
+    else:
+        rings = positive(rings, "intensity", "flops").select("intensity", "flops", "label", "status", "n")
+        measured = positive(compared, "intensity", "flops").select("intensity", "flops", "label", "status", "n")
+    x_dom = _log_domain([roofs["intensity"], rings["intensity"], measured["intensity"]], pad=3.0)
+    y_dom = _log_domain([roofs["attainable_flops"], measured["flops"], rings["flops"]], pad=3.0)
     x = alt.X(
         "intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)")
     )
@@ -383,14 +403,11 @@ def measured_roofline_chart(
     tips = [
         alt.Tooltip("label:N", title="Measurement"),
         alt.Tooltip("status:N", title="Status"),
+        alt.Tooltip("n:Q", format=",", title="Measurements"),
         alt.Tooltip("intensity:Q", format=",.1f", title="Intensity (FLOP/byte)"),
         alt.Tooltip("flops:Q", format=".3s", title="FLOP/s per GPU"),
     ]
-    predicted = pts.select(
-        pl.col("point_intensity").alias("intensity"), pl.col("predicted_flops_per_gpu").alias("flops"), "label", "status"
-    )
-    measured = pts.select(pl.col("point_intensity").alias("intensity"), pl.col("achieved_flops_per_gpu").alias("flops"), "label", "status")
-    pred_layer = alt.Chart(predicted).mark_point(size=140, filled=False, color="black", strokeWidth=1.5).encode(x=x, y=y, tooltip=tips)
+    pred_layer = alt.Chart(rings).mark_point(size=140, filled=False, color="black", strokeWidth=1.5).encode(x=x, y=y, tooltip=tips)
     meas_layer = (
         alt.Chart(measured)
         .mark_point(size=150, filled=True, opacity=0.9)
@@ -403,15 +420,32 @@ def measured_roofline_chart(
         )
     )
     chart: alt.LayerChart = (
-        alt.layer(roof_layer, pred_layer, meas_layer).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+        alt.layer(roof_layer, pred_layer, meas_layer)
+        .resolve_scale(color="independent")
+        .properties(title=_title(title, subtitle), width=width, height=height)
     )
     return chart
 
 
+def _title(title: str, subtitle: str) -> str | alt.TitleParams:
+    return alt.TitleParams(title, subtitle=subtitle) if subtitle else title
+
+
 def throughput_batch_chart(
-    curves: pl.DataFrame, compared: pl.DataFrame, *, title: str = "", width: int = 760, height: int = 380
+    curves: pl.DataFrame,
+    compared: pl.DataFrame | None,
+    *,
+    title: str = "",
+    width: int = 760,
+    height: int = 380,
+    subtitle: str = "",
 ) -> alt.LayerChart:
-    """Tokens/s against batch (log-log): the predicted ceiling per setup (solid), calibrated (dashed), measured points."""
+    """Tokens/s against batch (log-log): the predicted ceiling per setup (solid), calibrated (dashed), measured points.
+
+    `compared`: a comparison (core.evidence.compare.compare, one point per
+    decode or serving row) or marks already aggregated
+    (core.present.figures.batch_marks: series, batch, tokens_per_s, status, phase, label, n); None draws no points.
+    """
     long_cols = ["predicted_tokens_per_s"] + (["calibrated_tokens_per_s"] if "calibrated_tokens_per_s" in curves.columns else [])
     lines = (
         curves.unpivot(index=["series", "batch"], on=long_cols, variable_name="kind", value_name="tokens_per_s")
@@ -420,11 +454,25 @@ def throughput_batch_chart(
         )
         .pipe(positive, "batch", "tokens_per_s")
     )
-    pts = positive(compared.filter(pl.col("phase") != "prefill"), "batch", "tokens_per_s").with_columns(
-        pl.format("{} × {} · {} · {} ({} in / {} out)", "num_gpus", "gpu", "model", "weights", "input_tokens", "output_tokens").alias(
-            "series"
+    marks = ["series", "batch", "tokens_per_s", "status", "phase", "label", "n"]
+    if compared is None:
+        pts = pl.DataFrame(
+            schema={"series": pl.String, "batch": pl.Int64, "tokens_per_s": pl.Float64, **{c: pl.String for c in marks[3:6]}, "n": pl.Int64}
         )
-    )
+    elif "label" in compared.columns:
+        pts = positive(compared, "batch", "tokens_per_s").select(marks)
+    else:
+        pts = positive(compared.filter(pl.col("phase") != "prefill"), "batch", "tokens_per_s").select(
+            pl.format("{} × {} · {} · {} ({} in / {} out)", "num_gpus", "gpu", "model", "weights", "input_tokens", "output_tokens").alias(
+                "series"
+            ),
+            "batch",
+            "tokens_per_s",
+            "status",
+            "phase",
+            pl.format("row {}", "row").alias("label"),
+            pl.lit(1).alias("n"),
+        )
     x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(title="Batch / concurrency (sequences)"))
     y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=SI_FORMAT, title="Output tokens/s (all sequences)"))
     kinds = [k for k in ("datasheet ceiling", "calibrated model") if k in set(lines["kind"].to_list())]
@@ -451,7 +499,7 @@ def throughput_batch_chart(
         )
     )
     point_layer = (
-        alt.Chart(pts.select("series", "batch", "tokens_per_s", "status", "row", "phase"))
+        alt.Chart(pts)
         .mark_point(size=130, filled=True)
         .encode(
             x=x,
@@ -459,7 +507,8 @@ def throughput_batch_chart(
             color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point"),
             shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=None),
             tooltip=[
-                alt.Tooltip("row:Q", title="Row"),
+                alt.Tooltip("label:N", title="Measurement"),
+                alt.Tooltip("n:Q", format=",", title="Measurements"),
                 alt.Tooltip("series:N"),
                 alt.Tooltip("phase:N"),
                 alt.Tooltip("batch:Q"),
@@ -469,15 +518,19 @@ def throughput_batch_chart(
         )
     )
     chart: alt.LayerChart = (
-        alt.layer(line_layer, point_layer).resolve_scale(color="independent").properties(title=title, width=width, height=height)
+        alt.layer(line_layer, point_layer)
+        .resolve_scale(color="independent")
+        .properties(title=_title(title, subtitle), width=width, height=height)
     )
     return chart
 
 
 def empirical_roofs(gpus: pl.DataFrame, precisions: list[str], calibration: pl.DataFrame) -> pl.DataFrame:
-    """Datasheet roofs plus, per calibrated accelerator, the fitted ("empirical") roof."""
+    """Datasheet roofs plus, per accelerator with an accepted fit, the fitted ("empirical") roof."""
     frames = [roof_lines(gpus, precisions)]
     for cal in calibration.iter_rows(named=True):
+        if cal.get("accepted") is False:  # a refused fit (core.evidence.calibration.refusal) draws no roof
+            continue
         eb, ec = cal.get("eff_bandwidth"), cal.get("eff_compute") or 1.0
         if eb is None or math.isnan(eb) or eb <= 0:
             continue

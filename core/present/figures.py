@@ -4,22 +4,22 @@ A page reads its widgets into a Scenario (and a few view options), calls one
 function here, and draws what it returns; Streamlit caches the call
 (st.cache_data beside the page). Charts come back as Vega-Lite spec dicts
 (drawn with st.vega_lite_chart, exported with core.present.charts.export_chart),
-except the measured page's, which can hold a million points and stay
+except the measured page's, which draw at most about MAX_MARKS marks each and stay
 Altair charts for Streamlit's Arrow path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import altair as alt
 import polars as pl
 
 from core.catalogue.catalogue import PRODUCT_SCHEMA, Catalogue, filter_table
-from core.evidence.calibration import calibrate
-from core.evidence.compare import batch_curves, compare
+from core.evidence.calibration import compare_calibrated
+from core.evidence.compare import batch_curves, summary
 from core.evidence.probes import made_from_probe
 from core.model.ceilings import ceiling, ceilings_by_batch, operation_table
 from core.model.result import Ceiling
@@ -31,6 +31,7 @@ from core.plan.purchase import Load, compare_accelerators, frontier_curves
 from core.present.charts import (
     empirical_roofs,
     measured_roofline_chart,
+    positive,
     ridge_bars,
     ridge_groups,
     roofline_chart,
@@ -70,7 +71,12 @@ def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisio
     ladder = ceilings_by_batch(cat, base, SWEEP_BATCHES)
     used = ladder[1].compute_used or "bf16"
     gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *overlay]))
-    roofs = roof_lines(gpus, list(precisions) or [used], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute)
+    roofs = roof_lines(gpus, list(precisions) or [used])
+    if sc.eff_bandwidth < 1.0 or sc.eff_compute < 1.0:  # the scenario's efficiencies (a calibration's too) derate its own accelerator only
+        own = roof_lines(
+            gpus.filter(pl.col("id") == sc.gpu), list(precisions) or [used], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute
+        )
+        roofs = pl.concat([roofs, own.filter(pl.col("roof") == "derated")], how="diagonal_relaxed")
     roofs = pl.concat([roofs, measured_roofs(cat, [sc.gpu, *overlay], list(precisions) or [used])])
     products = probe_products(cat, [sc.gpu, *overlay], list(precisions) or [used])
     title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {cat.gpu(sc.gpu).name} · weights {sc.weights}, KV {sc.kv}"
@@ -247,9 +253,12 @@ def compare_view(
     load: Load | None = None,
     sort_by: str = "usd_per_million_tokens",
     title: str = "",
+    calibration: Mapping[str, Mapping[str, float]] | None = None,
 ) -> CompareView:
-    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show."""
-    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices}
+    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show.
+
+    `calibration`: per accelerator id, a fit's Scenario fields, applied to that accelerator only."""
+    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices, "calibration": calibration}
     table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, load=load, sort_by=sort_by, **kw)
     met = int((table["status"] == "ok").sum())
     chart = comparison_bars(table, title=title).to_dict(validate=False) if met else None
@@ -281,30 +290,245 @@ def sweep_frontier(rows: pl.DataFrame, *, max_tpot_s: float | None, title: str) 
 # -- measured against predicted ----------------------------------------------------
 
 
+#: The measured charts draw at most about this many marks: a larger dataset is drawn as the median of each scenario's
+#: measurements, merged in log bins when there are still too many; every row stays in the table and its download.
+MAX_MARKS = 10_000
+
+
 @dataclass(frozen=True)
 class MeasuredView:
-    """One dataset against the model: comparison, calibration (None when off), display table."""
+    """One dataset against the model: comparison, calibration (None when off), display table, summary
+    (core.evidence.compare.summary) and what the two charts draw (at most about MAX_MARKS marks each)."""
 
     cal: pl.DataFrame | None
-    cmp: pl.DataFrame
-    table: pl.DataFrame
+    cmp: pl.DataFrame  # core.evidence.compare.compare, less the model's step figures (_STEP_INTERNALS); flags as categories
+    table: pl.DataFrame  # core.present.tables.comparison_table, its flags as categories
+    summary: dict[str, Any] = field(default_factory=dict)
+    roofs: pl.DataFrame | None = None  # datasheet and (accepted fits') empirical roofs
+    rings: pl.DataFrame | None = None  # predicted operating points: one per scenario (or bin)
+    points: pl.DataFrame | None = None  # measured points: each row, or the median of each scenario (or bin)
+    curves: pl.DataFrame | None = None  # core.evidence.compare.batch_curves
+    batch_points: pl.DataFrame | None = None  # measured tokens/s against batch, like `points`
+    note: str = ""  # how the marks were aggregated ("" when every row is its own mark)
 
 
 def measured_view(cat: Catalogue, rows: pl.DataFrame, calibrated: bool) -> MeasuredView:
-    """A dataset's measurements against their ceilings, with the calibrated model when asked for."""
-    cal = calibrate(cat, rows) if calibrated else None
-    cmp = compare(cat, rows, cal)
-    return MeasuredView(cal, cmp, comparison_table(cmp))
+    """A dataset's measurements against their ceilings, with the calibrated model when asked for: compared once,
+    fitted once (core.evidence.calibration.compare_calibrated), and the charts' marks aggregated here."""
+    cmp, cal = compare_calibrated(cat, rows, calibrated)
+    accepted = cal.filter(pl.col("accepted")) if cal is not None else pl.DataFrame()
+    if not cmp.height:
+        return MeasuredView(cal, cmp, cmp)
+    precisions = sorted(set(cmp["compute_used"].drop_nulls().to_list())) or ["bf16"]
+    gpus = cat.gpus.filter(pl.col("id").is_in(cmp["gpu"].unique().to_list()))
+    roofs = empirical_roofs(gpus, precisions, accepted)
+    rings, points, roof_note = measured_marks(cmp)
+    curves = batch_curves(cat, cmp, cal)
+    batch_points, batch_note = batch_marks(cmp, MAX_MARKS - curves.height)
+    note = roof_note or batch_note
+    # text columns of few distinct values (accelerator, model, formats, phase, status, flags) as categories: stored once each
+    table = comparison_table(cmp)
+    table = table.with_columns(pl.col(c).cast(pl.Categorical) for c, t in table.schema.items() if t == pl.String)
+    kept = cmp.drop(_STEP_INTERNALS, strict=False)
+    kept = kept.with_columns(
+        *(pl.col(c).cast(pl.Categorical) for c, t in kept.schema.items() if t == pl.String), pl.col("flags").cast(pl.List(pl.Categorical))
+    )
+    return MeasuredView(cal, kept, table, summary(cmp), roofs, rings, points, curves, batch_points, note)
+
+
+#: The model's step figures behind a comparison, which the view does not keep: the page caches the view (pickled on every
+#: rerun), and a million rows of these are most of its size. Its charts' marks are made from them before they go.
+_STEP_INTERNALS = (
+    "step_time_s",
+    "predicted_ttft_s",
+    "flops",
+    "bytes",
+    "intensity",
+    "prefill_flops",
+    "prefill_bytes",
+    "prefill_intensity",
+    "prefill_step_time_s",
+    "prefill_bound",
+    "memory_bound_time_s",
+    "compute_bound_time_s",
+    "comm_time_s",
+    "peak_flops",
+    "bandwidth_bytes_per_s",
+)
+
+
+def _label(prefix: pl.Expr) -> pl.Expr:
+    return pl.format("{} · {} · batch {} · {} in / {} out", prefix, "phase", "batch", "input_tokens", "output_tokens")
+
+
+def measured_marks(cmp: pl.DataFrame, budget: int = MAX_MARKS) -> tuple[pl.DataFrame, pl.DataFrame, str]:
+    """The roofline's marks of a comparison: predicted rings (one per distinct scenario) and measured points (each row
+    when they fit in the budget with the rings, else the median of each scenario's rows, per status, merged in log bins
+    if still too many), with the note that says so. Columns: intensity, flops, status, label, n (measurements)."""
+    pts = positive(cmp, "point_intensity", "achieved_flops_per_gpu", "predicted_flops_per_gpu")
+    first = [pl.col(c).first() for c in ("phase", "batch", "input_tokens", "output_tokens", "point_intensity")]
+    rings = (
+        pts.group_by("scenario_id", maintain_order=True)
+        .agg(*first, pl.col("predicted_flops_per_gpu").first(), pl.col("status").min(), pl.len().alias("n"))  # "above ceiling" < "ok"
+        .select(
+            pl.col("point_intensity").alias("intensity"),
+            pl.col("predicted_flops_per_gpu").alias("flops"),
+            "status",
+            _label(pl.lit("predicted")).alias("label"),
+            pl.col("n").cast(pl.Int64),
+        )
+    )
+    rings, ring_step = _binned(rings, budget // 2)
+    room = budget - rings.height
+    if pts.height <= room:
+        points = pts.select(
+            pl.col("point_intensity").alias("intensity"),
+            pl.col("achieved_flops_per_gpu").alias("flops"),
+            "status",
+            _label(pl.format("row {}", "row")).alias("label"),
+            pl.lit(1, dtype=pl.Int64).alias("n"),
+        )
+        return rings, points, _note(pts.height, rings.height + points.height, None, ring_step, per_row=True)
+    points = (
+        pts.group_by("scenario_id", "status", maintain_order=True)
+        .agg(*first, pl.col("achieved_flops_per_gpu").median(), pl.len().alias("n"), pl.col("row").min())
+        .select(
+            pl.col("point_intensity").alias("intensity"),
+            pl.col("achieved_flops_per_gpu").alias("flops"),
+            "status",
+            _label(pl.format("median of {} measurements from row {}", "n", "row")).alias("label"),
+            pl.col("n").cast(pl.Int64),
+        )
+    )
+    points, step = _binned(points, room)
+    return rings, points, _note(pts.height, rings.height + points.height, step, ring_step, per_row=False)
+
+
+def batch_marks(cmp: pl.DataFrame, budget: int = MAX_MARKS) -> tuple[pl.DataFrame, str]:
+    """The measured points of the tokens/s-against-batch chart (decode and serving rows), aggregated as `measured_marks`
+    does. Columns: series, batch, tokens_per_s, status, phase, label, n."""
+    pts = positive(cmp.filter(pl.col("phase") != "prefill"), "batch", "tokens_per_s")
+    series = pl.format("{} × {} · {} · {} ({} in / {} out)", "num_gpus", "gpu", "model", "weights", "input_tokens", "output_tokens")
+    budget = max(budget, 1)
+    if pts.height <= budget:
+        marks = pts.select(
+            series.alias("series"),
+            "batch",
+            "tokens_per_s",
+            "status",
+            "phase",
+            pl.format("row {}", "row").alias("label"),
+            pl.lit(1, dtype=pl.Int64).alias("n"),
+        )
+        return marks, ""
+    marks = (
+        pts.group_by("scenario_id", "status", maintain_order=True)
+        .agg(
+            *(pl.col(c).first() for c in ("num_gpus", "gpu", "model", "weights", "input_tokens", "output_tokens", "batch", "phase")),
+            pl.col("tokens_per_s").median(),
+            pl.len().alias("n"),
+            pl.col("row").min(),
+        )
+        .select(
+            series.alias("series"),
+            "batch",
+            "tokens_per_s",
+            "status",
+            "phase",
+            pl.format("median of {} measurements from row {}", "n", "row").alias("label"),
+            pl.col("n").cast(pl.Int64),
+        )
+    )
+    if marks.height > budget:
+        marks = _bin_batch(marks, budget)
+    return marks, _note(pts.height, marks.height, None, None, per_row=False)
+
+
+def _binned(marks: pl.DataFrame, budget: int) -> tuple[pl.DataFrame, float | None]:
+    """Marks (intensity, flops, status, label, n) merged into log bins, per status, coarse enough to be at most `budget`
+    (bins of 1/256 decade, doubled until they are); the marks as they are when already few enough. Returns the bin size."""
+    if marks.height <= budget:
+        return marks, None
+    logs = marks.with_columns(pl.col("intensity").log10().alias("_x"), pl.col("flops").log10().alias("_y"))
+    step = 1 / 256
+    while True:
+        keys = [(pl.col("_x") / step).floor().alias("_bx"), (pl.col("_y") / step).floor().alias("_by"), pl.col("status")]
+        bins = logs.group_by(keys).agg(
+            (10 ** ((pl.col("_x") * pl.col("n")).sum() / pl.col("n").sum())).alias("intensity"),
+            (10 ** ((pl.col("_y") * pl.col("n")).sum() / pl.col("n").sum())).alias("flops"),
+            pl.col("n").sum(),
+            pl.len().alias("_marks"),
+            pl.col("label").first(),
+        )
+        if bins.height <= budget or step >= 1:
+            break
+        step *= 2
+    label = (
+        pl.when(pl.col("_marks") == 1)
+        .then(pl.col("label"))
+        .otherwise(pl.format("{} measurements of {} scenarios in one bin", "n", "_marks"))
+    )
+    return bins.select("intensity", "flops", "status", label.alias("label"), pl.col("n").cast(pl.Int64)), step
+
+
+def _bin_batch(marks: pl.DataFrame, budget: int) -> pl.DataFrame:
+    """Tokens/s marks merged per batch and status into log bins of tokens/s, coarse enough to be at most `budget`."""
+    logs = marks.with_columns(pl.col("tokens_per_s").log10().alias("_y"))
+    step = 1 / 256
+    while True:
+        bins = logs.group_by("batch", "status", (pl.col("_y") / step).floor().alias("_by")).agg(
+            pl.col("series").first(),
+            pl.col("series").n_unique().alias("_series"),
+            pl.col("phase").first(),
+            (10 ** ((pl.col("_y") * pl.col("n")).sum() / pl.col("n").sum())).alias("tokens_per_s"),
+            pl.col("n").sum(),
+            pl.len().alias("_marks"),
+            pl.col("label").first(),
+        )
+        if bins.height <= budget or step >= 1:
+            break
+        step *= 2
+    many = pl.col("_marks") > 1
+    return bins.select(
+        pl.when(pl.col("_series") > 1).then(pl.format("{} setups", "_series")).otherwise(pl.col("series")).alias("series"),
+        "batch",
+        "tokens_per_s",
+        "status",
+        "phase",
+        pl.when(many)
+        .then(pl.format("{} measurements of {} scenarios in one bin", "n", "_marks"))
+        .otherwise(pl.col("label"))
+        .alias("label"),
+        pl.col("n").cast(pl.Int64),
+    )
+
+
+def _note(rows: int, marks: int, step: float | None, ring_step: float | None, *, per_row: bool) -> str:
+    """What a chart's marks are, when they are not one per row and scenario."""
+    if per_row and ring_step is None:
+        return ""
+    parts = [] if per_row else ["each measured mark is the median of one scenario's measurements"]
+    if step is not None or ring_step is not None:
+        parts.append(f"nearby marks merged in log bins of {max(step or 0.0, ring_step or 0.0):.3g} decade")
+    return f"{rows:,} measurements drawn as {marks:,} marks: " + "; ".join(parts) + "; every row is in the table and its CSV"
 
 
 def measured_charts(cat: Catalogue, rows: pl.DataFrame, view: MeasuredView) -> tuple[alt.LayerChart, alt.LayerChart | None]:
-    """The measured roofline and the tokens/s-against-batch chart (None without decode or serving rows), as Altair charts."""
-    cmp, cal = view.cmp, view.cal
-    precisions = sorted(set(cmp["compute_used"].drop_nulls().to_list())) or ["bf16"]
-    gpus = cat.gpus.filter(pl.col("id").is_in(cmp["gpu"].unique().to_list()))
-    roofs = empirical_roofs(gpus, precisions, cal if cal is not None else pl.DataFrame())
-    roof_chart = measured_roofline_chart(roofs, cmp, title="Measured points (filled) beside their predicted operating points (rings)")
-    curves = batch_curves(cat, rows, cal)
+    """The measured roofline and the tokens/s-against-batch chart (None without decode or serving rows), as Altair charts,
+    drawn from the view's marks (at most about MAX_MARKS each; the view says how they were aggregated). `rows` (the
+    dataset's) is used only for a view made without marks."""
+    if view.roofs is None or view.rings is None or view.points is None or view.curves is None:
+        view = measured_view(cat, rows, view.cal is not None)
+    assert view.roofs is not None and view.rings is not None and view.points is not None and view.curves is not None
+    roof_chart = measured_roofline_chart(
+        view.roofs,
+        view.points,
+        title="Measured points (filled) beside their predicted operating points (rings)",
+        rings=view.rings,
+        subtitle=view.note,
+    )
     title = "Tokens/s against batch: predicted ceiling, calibrated model, measured"
-    batch_chart = None if curves.is_empty() else throughput_batch_chart(curves, cmp, title=title)
+    batch_chart = (
+        None if view.curves.is_empty() else throughput_batch_chart(view.curves, view.batch_points, title=title, subtitle=view.note)
+    )
     return roof_chart, batch_chart

@@ -1,0 +1,175 @@
+"""Benchmark: the summary of a 1,000,000-row measured dataset with calibration, against a plain Polars read and group-by.
+
+The dataset is made here, deterministically, from the scenarios of
+tests/fixtures/generic.csv (11 decode measurements on H100 and A100, one of
+them above its ceiling) repeated with noise, as a per-request log holds
+them: each row takes fixture row i mod 11, a prompt length from 400 to 1,029
+tokens and an output of 127 or 128 tokens (12,600 distinct scenarios), and
+its measured tokens/s is the fixture's, moved by the model calibrated on the
+fixture from the fixture's lengths to the row's, times log-normal noise
+(sigma 5%). It is written as one Parquet file of measurement rows (the
+columns core.evidence.importers.dataset_rows returns).
+
+Each side runs in a child process of its own (timed inside it, peak memory
+= the child's max RSS, libraries and, for the summary, the catalogue
+included), best of --repeat runs:
+
+- baseline: `pl.read_parquet` of the file and a group-by of its scenario
+  columns (gpu, count, model, precisions, phase, batch, lengths) with the
+  median tokens/s and the row count of each;
+- summary: read the same file, compare every row with its ceiling, fit the
+  calibration and add the calibrated columns
+  (core.evidence.calibration.compare_calibrated) and reduce it to the
+  summary `roofline measured DATASET --calibrate` prints
+  (core.evidence.compare.summary). The catalogue is loaded, and used once
+  on the file's first 100 rows, before the clock starts, as a running app has it.
+
+    .venv/bin/python benchmarks/measured.py [--rows 1000000] [--repeat 3]
+
+Target (issue "Evidence", Scale): the summary under 1.5 s and 1.5 GB peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "generic.csv"
+KEYS = ["gpu", "num_gpus", "model", "weights", "kv", "compute", "phase", "batch", "input_tokens", "output_tokens"]
+#: The prompt lengths (400 .. 1,029) and output lengths (127, 128) the rows draw from: 630 x 2 x 10 fixture scenarios.
+PROMPTS = (400, 1030)
+OUTPUTS = (127, 129)
+NOISE = 0.05
+
+
+def make_rows(db: Path, rows: int, seed: int = 13) -> pl.DataFrame:
+    """`rows` measurements from generic.csv's scenarios with noise (see the module's docstring)."""
+    from core.catalogue.catalogue import load_catalogue
+    from core.evidence.calibration import calibrate
+    from core.evidence.compare import predicted
+    from core.evidence.importers import parse_file
+    from core.store import Store
+
+    store = Store(db)
+    cat = load_catalogue(store)
+    base = parse_file(store, FIXTURE.read_bytes(), FIXTURE.name).rows
+    truth = calibrate(cat, base)  # the efficiencies the fixture was made with (82% bandwidth, 70% compute, 0.4 ms per step)
+    rng = np.random.default_rng(seed)
+    pick = np.arange(rows) % base.height
+    out = base[pick].with_columns(
+        pl.int_range(1, rows + 1, dtype=pl.Int32).alias("row"),
+        pl.Series("input_tokens", rng.integers(*PROMPTS, rows), dtype=pl.Int64),
+        pl.Series("output_tokens", rng.integers(*OUTPUTS, rows), dtype=pl.Int64),
+    )
+    at_fixture = predicted(cat, base, truth)["predicted_tokens_per_s"].to_numpy()[pick]
+    at_row = predicted(cat, out, truth)["predicted_tokens_per_s"].to_numpy()
+    tps = out["tokens_per_s"].to_numpy() * at_row / at_fixture * rng.lognormal(0.0, NOISE, rows)
+    store.close()
+    return out.with_columns(
+        pl.Series("tokens_per_s", tps),
+        (pl.col("batch") / pl.Series(tps)).alias("tpot_s"),
+        pl.col("num_gpus", "batch").cast(pl.Int32),  # as the store returns them
+    )
+
+
+def child_baseline(path: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    rows = pl.read_parquet(path)
+    groups = rows.group_by(KEYS).agg(pl.col("tokens_per_s").median(), pl.len())
+    return {"seconds": time.perf_counter() - t0, "groups": groups.height}
+
+
+def child_summary(path: str, db: str) -> dict[str, Any]:
+    from core.catalogue.catalogue import load_catalogue
+    from core.evidence.calibration import compare_calibrated
+    from core.evidence.compare import summary
+    from core.store import Store
+
+    cat = load_catalogue(Store(Path(db)))
+    compare_calibrated(cat, pl.read_parquet(path, n_rows=100), True)  # the catalogue's arrays built once, as in a running app
+    t0 = time.perf_counter()
+    rows = pl.read_parquet(path)
+    cmp, cal = compare_calibrated(cat, rows, True, flag_text=False)
+    out = summary(cmp)
+    seconds = time.perf_counter() - t0
+    assert cal is not None
+    return {"seconds": seconds, "summary": out, "calibration": cal.to_dicts()}
+
+
+def run_child(*args: str) -> dict[str, Any]:
+    """One child process (`--child ...`): its result and its peak RSS in MB."""
+    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"child {args[0]} failed:\n{done.stderr}")
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _times(runs: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{r['seconds']:.3f}" for r in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each side, each in a fresh process (best is reported)")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, *rest = args.child
+        result = child_baseline(*rest) if kind == "baseline" else child_summary(*rest)
+        result["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(result))
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db, path = Path(tmp) / "bench.duckdb", Path(tmp) / "measured.parquet"
+        t0 = time.perf_counter()
+        rows = make_rows(db, args.rows)
+        rows.write_parquet(path)
+        made = time.perf_counter() - t0
+        scenarios = rows.select(pl.struct(KEYS).n_unique()).item()
+        print(
+            f"dataset: {rows.height:,} rows, {scenarios:,} distinct scenarios, {path.stat().st_size / 1e6:.1f} MB Parquet (made in {made:.1f} s)"
+        )
+        del rows
+        base = [run_child("baseline", str(path)) for _ in range(args.repeat)]
+        ours = [run_child("summary", str(path), str(db)) for _ in range(args.repeat)]
+    b = min(r["seconds"] for r in base)
+    s = min(r["seconds"] for r in ours)
+    b_mb = max(r["peak_mb"] for r in base)
+    s_mb = max(r["peak_mb"] for r in ours)
+    last = ours[-1]
+    summ = last["summary"]
+    print(f"baseline: read + group-by   {b:.3f} s (best of {len(base)}: {_times(base)}), peak {b_mb:,.0f} MB")
+    print(f"summary with calibration    {s:.3f} s (best of {len(ours)}: {_times(ours)}), peak {s_mb:,.0f} MB")
+    print(f"ratio                       {s / b:.1f}x the baseline's time, {s_mb / b_mb:.1f}x its peak memory")
+    print(
+        f"summary: {summ['rows']:,} rows, {summ['distinct_scenarios']:,} scenarios, {summ['above_ceiling']:,} above their ceiling, "
+        f"median ratio {summ['median_ratio']:.3f}, calibrated {summ.get('median_calibrated_ratio') or float('nan'):.3f}, "
+        f"MBU {summ['median_mbu']:.3f}, MFU {summ['median_mfu']:.4f}"
+    )
+    print("flags:   " + ", ".join(f"{k} {v:,}" for k, v in summ["flags"].items() if v))
+    for fit in last["calibration"]:
+        print(
+            f"fit:     {fit['gpu']}: {fit['points']:,.0f} points, bandwidth {fit['eff_bandwidth']:.3f}, compute "
+            f"{fit['eff_compute'] if fit['eff_compute'] is None else round(fit['eff_compute'], 3)}, overhead {fit['overhead_s'] * 1e3:.3f} ms, "
+            f"R² {fit['r2']:.3f}, {'accepted' if fit['accepted'] else 'refused'}"
+        )
+    verdict = "met" if s < 1.5 and s_mb < 1536 else "NOT met"
+    print(f"target (under 1.5 s and 1.5 GB): {verdict}")
+
+
+if __name__ == "__main__":
+    main()
