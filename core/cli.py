@@ -8,6 +8,7 @@
     roofline sweep [--gpu ID ...] [--model ID ...] --out FILE.parquet|FILE.csv
     roofline report --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --out report.html
     roofline import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
+    roofline measured DATASET [--calibrate] --json
     roofline probe [--device auto|cuda|rocm|mps|cpu] [--quick] [--out FILE] [--json]
     roofline import-probe FILE [--gpu ID] --json
     roofline bench-command --tool vllm --gpu ID --model ID --batch B --input-tokens I --output-tokens O [--num-gpus N] --json
@@ -42,6 +43,7 @@ from core.catalogue.model_config import ConfigError, load_config, model_from_con
 from core.catalogue.operations import summary
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision
 from core.catalogue.prices import KINDS, is_old, parse_price
+from core.catalogue.reference import METRICS as REFERENCE_METRICS
 from core.catalogue.seed import CatalogueError
 from core.catalogue.specs import value_type
 from core.evidence.bench_commands import TOOLS as BENCH_TOOLS
@@ -50,6 +52,9 @@ from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
 from core.evidence.importers import ImportContext, ImportFileError, import_file
 from core.evidence.matching import NoMatchError
 from core.evidence.probes import ProbeFileError, import_probe, measured_vs_datasheet
+from core.evidence.reference import reference_compare
+from core.evidence.reference import unit_of as reference_unit
+from core.evidence.scorecard import scorecard
 from core.model.allocator import keep_freed_memory
 from core.model.ceilings import ceiling, operation_table
 from core.model.roofline import ridge_points
@@ -157,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--name", help="dataset name (default: the file name)")
     imp.set_defaults(func=cmd_import)
 
+    ms = sub.add_parser("measured", parents=[common], help="a stored dataset against its ceilings: summary, flags by cause, calibration")
+    ms.add_argument("dataset", help="the dataset's id (as `import` prints it) or its name")
+    ms.add_argument(
+        "--calibrate", action="store_true", help="fit, per accelerator, bandwidth and compute efficiencies and a per-step overhead"
+    )
+    ms.set_defaults(func=cmd_measured)
+
     pr = sub.add_parser("probe", help="measure this machine's memory bandwidth and matmul throughput (python -m core.probe)")
     probe_cli.add_arguments(pr)
     pr.set_defaults(func=cmd_probe)
@@ -177,6 +189,17 @@ def build_parser() -> argparse.ArgumentParser:
     pz.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every priced one)")
     pz.add_argument("--kind", choices=KINDS, help="rent ($ per GPU-hour on demand) or buy ($ per GPU); default: both")
     pz.set_defaults(func=cmd_prices)
+
+    rf = sub.add_parser("reference", parents=[common], help="the published reference measurements, each against its ceiling")
+    rf.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every one)")
+    rf.add_argument("--model", action="append", help="model id; repeatable (default: every one)")
+    rf.add_argument("--framework", action="append", help="framework as the rows name it (TensorRT-LLM, vLLM, llama.cpp ...); repeatable")
+    rf.add_argument("--metric", action="append", choices=list(REFERENCE_METRICS), help="metric; repeatable (default: every one)")
+    rf.set_defaults(func=cmd_reference)
+    scp = sub.add_parser(
+        "scorecard", parents=[common], help="how well the model predicts the published measurements (leave one source out)"
+    )
+    scp.set_defaults(func=cmd_scorecard)
 
     cp = sub.add_parser("compare", parents=[common], help="accelerators for one workload: cheapest configuration, costs, load")
     cp.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
@@ -395,6 +418,29 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
     return {"dataset_id": result.dataset_id, "name": result.name, "format": result.format, "rows": result.rows, "notes": result.notes}
 
 
+def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
+    """`measured DATASET`: core.evidence.compare.summary of the dataset (compared once, calibrated once with --calibrate)."""
+    from core.evidence.calibration import MIN_FIT_POINTS, MIN_FIT_R2, compare_calibrated
+    from core.evidence.compare import summary
+    from core.evidence.importers import dataset_rows, list_datasets
+
+    store = get_store(args.db)
+    datasets = list_datasets(store)
+    given = str(args.dataset).strip()
+    hit = datasets.filter((pl.col("id").cast(pl.String) == given) | (pl.col("name") == given))
+    if hit.height != 1:
+        known = ", ".join(f"{i} ({n!r})" for i, n in zip(datasets["id"], datasets["name"], strict=True)) or "none; import one first"
+        several = f"names {hit.height} datasets ({', '.join(str(i) for i in hit['id'])}): give the id" if hit.height else "is not stored"
+        raise CliError(f"DATASET: {given!r} {several}; datasets: {known}")
+    info = hit.row(0, named=True)
+    cmp, cal = compare_calibrated(_catalogue(args), dataset_rows(store, int(info["id"])), args.calibrate, flag_text=False)
+    out: dict[str, Any] = {"dataset": {k: info[k] for k in ("id", "name", "format", "file_name")}, **summary(cmp)}
+    if cal is not None:
+        fits = [{**f, "points": int(f["points"])} for f in cal.to_dicts()]
+        out["calibration"] = {"min_points": MIN_FIT_POINTS, "min_r2": MIN_FIT_R2, "fits": fits}
+    return out
+
+
 def cmd_probe(args: argparse.Namespace) -> None:
     try:
         backend = probe_cli.backend_for(args.device)
@@ -453,6 +499,61 @@ def cmd_prices(args: argparse.Namespace) -> list[dict[str, Any]]:
         {**r, "as_of": r["as_of"] or None, "median_used": used[(r["gpu"], r["kind"])].usd, "old": is_old(r["as_of"])}
         for r in rows.iter_rows(named=True)
     ]
+
+
+#: what `reference` prints of each row
+REFERENCE_FIELDS = (
+    "id",
+    "gpu",
+    "num_gpus",
+    "tp",
+    "ep",
+    "model",
+    "weights",
+    "kv",
+    "compute",
+    "batch_printed",
+    "batch",
+    "batch_kind",
+    "input_tokens",
+    "output_tokens",
+    "scope",
+    "metric",
+    "value",
+    "unit",
+    "measured",
+    "ceiling",
+    "ratio",
+    "mbu",
+    "mfu",
+    "fits",
+    "cause",
+    "framework",
+    "framework_version",
+    "publisher",
+    "source_url",
+    "source_date",
+    "read_on",
+    "note",
+)
+
+
+def cmd_reference(args: argparse.Namespace) -> list[dict[str, Any]]:
+    cat = _catalogue(args)
+    for g in args.gpu or []:
+        cat.gpu(g)
+    for m in args.model or []:
+        cat.model(m)
+    rows = reference_compare(cat)
+    for column, wanted in (("gpu", args.gpu), ("model", args.model), ("framework", args.framework), ("metric", args.metric)):
+        if wanted:
+            rows = rows.filter(pl.col(column).is_in(wanted))
+    out = rows.select(REFERENCE_FIELDS).with_columns(pl.col("read_on").cast(pl.String))
+    return [{**r, "unit_si": reference_unit(r["metric"])} for r in out.iter_rows(named=True)]
+
+
+def cmd_scorecard(args: argparse.Namespace) -> dict[str, Any]:
+    return scorecard(_catalogue(args)).as_json()
 
 
 def cmd_compare(args: argparse.Namespace) -> dict[str, Any]:

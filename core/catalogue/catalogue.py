@@ -25,6 +25,7 @@ from core.catalogue.model_config import model_from_config, parse_config_text
 from core.catalogue.operations import OpMatrix, kv_elements_per_token, operations_frame, parameter_counts
 from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PRECISIONS
 from core.catalogue.prices import PRICE_SCHEMA, PriceUsed, price_used
+from core.catalogue.reference import REFERENCE_SCHEMA
 from core.catalogue.seed import CatalogueError, accelerator_frame
 from core.catalogue.specs import Accelerator, ModelRecord
 
@@ -118,6 +119,8 @@ class Catalogue:
     profiles: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROFILE_SCHEMA))
     #: every published price (core.catalogue.prices): gpu, kind (rent, buy), usd, provider, offer, region, as_of, source_url, note
     prices: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PRICE_SCHEMA))
+    #: every published reference measurement (core.catalogue.reference; read-only, rebuilt with the seed)
+    reference: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REFERENCE_SCHEMA))
 
     def price(self, gpu_id: str, kind: str = "rent", *, override: float | None = None, today: dt.date | None = None) -> PriceUsed:
         """The price a figure uses for an accelerator: `override` when > 0, else the median published one (core.catalogue.prices)."""
@@ -268,6 +271,7 @@ def build_catalogue(
     key: str = "",
     profiles: pl.DataFrame | None = None,
     prices: pl.DataFrame | None = None,
+    reference: pl.DataFrame | None = None,
 ) -> Catalogue:
     """A Catalogue from the store's accelerator and model frames (and measured profiles, newest first, and published prices)."""
     records: dict[str, ModelRecord] = {}
@@ -308,7 +312,10 @@ def build_catalogue(
     )
     prof = newest_profiles(profiles if profiles is not None else pl.DataFrame(schema=PROFILE_SCHEMA))
     price_rows = pl.DataFrame(schema=PRICE_SCHEMA) if prices is None else prices.select(list(PRICE_SCHEMA)).cast(PRICE_SCHEMA)  # type: ignore[arg-type]
-    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key, profiles=prof, prices=price_rows)
+    ref_rows = (
+        pl.DataFrame(schema=REFERENCE_SCHEMA) if reference is None else reference.select(list(REFERENCE_SCHEMA)).cast(REFERENCE_SCHEMA)  # type: ignore[arg-type]
+    )
+    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key, profiles=prof, prices=price_rows, reference=ref_rows)
 
 
 _CACHE: dict[tuple[str, int], Catalogue] = {}
@@ -327,6 +334,7 @@ def load_catalogue(store: Source) -> Catalogue:
                 key=f"{key[0]}#{key[1]}",
                 profiles=store.query("probe_profiles"),
                 prices=store.query("prices"),
+                reference=store.query("reference_measurements"),
             )
         return _CACHE[key]
 

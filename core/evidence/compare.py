@@ -39,7 +39,8 @@ def scenario_keys(rows: pl.DataFrame) -> tuple[str, ...]:
     return (*SCENARIO_KEYS, *(c for c in OPTIONAL_KEYS if c in rows.columns))
 
 
-_PREDICT_COLUMNS = [
+#: The model's figures a comparison takes per scenario (`ttft_s` becomes `predicted_ttft_s` beside the measured one).
+PREDICT_COLUMNS = [
     "scenario_id",
     "step_time_s",
     "ttft_s",
@@ -132,7 +133,7 @@ def _evaluate(cat: Catalogue, distinct: pl.DataFrame, calibration: pl.DataFrame 
     """The model's figures of each distinct scenario; a scenario out of bounds is named by its first row in the dataset."""
     try:
         params = dict(zip(cat.models["id"], cat.models["total_params"], strict=True))
-        res = evaluate(cat, scenarios_of(distinct, calibration, params), columns=_PREDICT_COLUMNS)
+        res = evaluate(cat, scenarios_of(distinct, calibration, params), columns=PREDICT_COLUMNS)
     except ScenarioError as exc:
         if exc.row is None or "first" not in distinct.columns:
             raise

@@ -65,7 +65,14 @@ class Scenario(PrecisionFields):
             "Tensor-parallel degree: weights and KV are sharded, bandwidth and compute add up, two all-reduces per layer.",
         ),
     ] = 1
-    weights: Annotated[str, Param("Weights", "Storage format of the weights, scales included (int4 = 4.125 bits).")] = "bf16"
+    weights: Annotated[
+        str,
+        Param(
+            "Weights",
+            "Storage format of the weights, scales included (int4 = 4.125 bits). llama.cpp's GGUF types (q4_k_m ...) carry the "
+            "whole-file bits per weight llama.cpp prints and compute at fp16, as its kernels dequantise them.",
+        ),
+    ] = "bf16"
     compute: Annotated[
         str | None,
         Param(

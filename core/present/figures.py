@@ -19,7 +19,7 @@ import polars as pl
 
 from core.catalogue.catalogue import PRODUCT_SCHEMA, Catalogue, filter_table
 from core.evidence.calibration import compare_calibrated
-from core.evidence.compare import batch_curves, summary
+from core.evidence.compare import PREDICT_COLUMNS, batch_curves, summary
 from core.evidence.probes import made_from_probe
 from core.model.ceilings import ceiling, ceilings_by_batch, operation_table
 from core.model.result import Ceiling
@@ -338,22 +338,8 @@ def measured_view(cat: Catalogue, rows: pl.DataFrame, calibrated: bool) -> Measu
 
 #: The model's step figures behind a comparison, which the view does not keep: the page caches the view (pickled on every
 #: rerun), and a million rows of these are most of its size. Its charts' marks are made from them before they go.
-_STEP_INTERNALS = (
-    "step_time_s",
-    "predicted_ttft_s",
-    "flops",
-    "bytes",
-    "intensity",
-    "prefill_flops",
-    "prefill_bytes",
-    "prefill_intensity",
-    "prefill_step_time_s",
-    "prefill_bound",
-    "memory_bound_time_s",
-    "compute_bound_time_s",
-    "comm_time_s",
-    "peak_flops",
-    "bandwidth_bytes_per_s",
+_STEP_INTERNALS = tuple(
+    "predicted_ttft_s" if c == "ttft_s" else c for c in PREDICT_COLUMNS if c not in ("scenario_id", "compute_used", "fits")
 )
 
 

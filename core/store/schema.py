@@ -3,7 +3,7 @@
 - `migrate` applies the numbered `.sql` files in queries/migrations/ not yet
   recorded in `schema_migrations`, each in its own transaction.
 - `refresh_reference` rebuilds the reference tables (`accelerators`,
-  `models`, `prices`) from data/seed/ whenever the seed's hash changes; user tables
+  `models`, `prices`, `reference_measurements`) from data/seed/ whenever the seed's hash changes; user tables
   (`custom_*`, datasets) are never touched by that.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.catalogue.prices import price_seed_frame
+from core.catalogue.reference import reference_seed_frame
 from core.catalogue.seed import accelerator_seed_frame, model_seed_frame
 from core.store.paths import MIGRATIONS
 
@@ -76,6 +77,7 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
     gpus = accelerator_seed_frame(store.seed_dir)
     models = model_seed_frame(store.seed_dir)
     prices = price_seed_frame(store.seed_dir, set(gpus["id"].to_list()))
+    reference = reference_seed_frame(store.seed_dir, set(gpus["id"].to_list()), set(models["id"].to_list()))
     with store.transaction() as cur:
         if not force:  # another process may have rebuilt it meanwhile
             row = cur.execute("SELECT count(*) FROM seed_state WHERE sha256 = $h", {"h": current}).fetchone()
@@ -90,6 +92,9 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
         cur.execute("DELETE FROM prices")
         cur.register("seed_prices", prices)
         cur.execute("INSERT INTO prices BY NAME SELECT * FROM seed_prices")
+        cur.execute("DELETE FROM reference_measurements")
+        cur.register("seed_reference", reference)
+        cur.execute("INSERT INTO reference_measurements BY NAME SELECT * FROM seed_reference")
         cur.execute("DELETE FROM seed_state")
         cur.execute("INSERT INTO seed_state VALUES ($h, now())", {"h": current})
     return True

@@ -12,7 +12,7 @@ from core.present.figures import CalculatorView, calculator_view
 from core.present.text import duration, escape_markdown, si
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
-from pages.shared.ui import chart_exports, keep_options, number_columns, show_chart, table_download
+from pages.shared.ui import chart_exports, evidence_panel, keep_options, number_columns, show_chart, table_download
 from pages.shared.widgets import calibrated_inputs, scenario_input
 
 
@@ -71,6 +71,7 @@ elif r.fits:
     st.caption(f"No cost: {escape_markdown(used.label)} (under Options).")
 for flag in r.flags:
     st.warning(flag, icon=":material/flag:")
+evidence_panel(cat, [sc.gpu], sc.model, key="calc_evidence")
 
 left, right = st.columns(2)
 with left:

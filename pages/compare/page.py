@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.prices import parse_price
-from core.model.scenario import Scenario
+from core.model.scenario import Scenario, default
 from core.plan.costs import DEFAULT_SOURCES, Ownership
 from core.plan.purchase import SORT_KEYS, SORT_LABELS, Load, price_table
 from core.plan.targets import BY_KEY as TARGETS
@@ -18,8 +18,9 @@ from core.present.figures import CompareView, compare_view
 from core.present.tables import prices_display
 from core.present.text import escape_markdown
 from pages.shared.data import HASH_FUNCS, catalogue
-from pages.shared.params import labels, scenario
-from pages.shared.ui import chart_exports, number_columns, show_chart, table_download
+from pages.shared.params import calibration_factors, labels, scenario
+from pages.shared.ui import chart_exports, evidence_panel, number_columns, show_chart, table_download
+from pages.shared.widgets import CALIBRATED
 
 MODES = ["fixed batch", "service target"]
 PAY = ["rent", "buy"]
@@ -40,6 +41,7 @@ def figures(
     load: Load | None,
     sort_by: str,
     title: str,
+    calibration: Mapping[str, Mapping[str, float]] | None = None,
 ) -> CompareView:
     return compare_view(
         cat,
@@ -53,6 +55,7 @@ def figures(
         load=load,
         sort_by=sort_by,
         title=title,
+        calibration=calibration,
     )
 
 
@@ -104,7 +107,9 @@ st.caption(
     "are chosen here: per accelerator the cheapest configuration (GPUs × batch, tensor parallel within one scale-up domain)."
 )
 cat = catalogue()
-sc = scenario()
+# the workload is the sidebar's without its accelerator's calibrated factors: a fit applies to the accelerator it was fitted on
+# (passed per accelerator below), never to every accelerator compared
+sc = scenario().model_copy(update={name: default(name) for name in CALIBRATED})
 names = labels(cat, "accelerator")
 
 picked = st.multiselect(
@@ -294,6 +299,12 @@ for kind in PAY:  # every run, as the calibration's factors: the link always say
 
 goal = f"TPOT ≤ {tpot_ms:g} ms, TTFT ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
 title = f"{cat.model(sc.model).name} ({sc.weights}, KV {sc.kv}), {goal}"
+fitted = {g: f for g in picked if (f := calibration_factors(g))}  # each accelerator's own fit, where it has one
+if fitted:
+    st.caption(
+        f"Calibrated model (sidebar) on {', '.join(escape_markdown(names[g]) for g in fitted)} only, where it was fitted; "
+        "every other accelerator is at its datasheet figures."
+    )
 fig = figures(
     cat,
     tuple(picked),
@@ -306,6 +317,7 @@ fig = figures(
     load,
     sort_by,
     title,
+    fitted,
 )
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
@@ -360,10 +372,12 @@ if fig.frontier is not None:
             st.info("No accelerator here has a price: type one under 'Prices used'.", icon=":material/payments:")
     st.caption(
         "Each curve sweeps the decode batch at the GPU count kept; up and to the right is better. Left of the dashed line "
-        "a token takes longer than the target allows. No published measurements ship with the app yet, so only the model's ceilings are drawn."
+        "a token takes longer than the target allows. The curves are the model's ceilings; the published measurements of this model "
+        "on these accelerators are listed below the table, each against its own scenario's ceiling."
     )
 st.dataframe(fig.shown, hide_index=True, key="cmp_table", column_config=number_columns(fig.shown))
 table_download(fig.shown, "accelerator comparison")
+evidence_panel(cat, picked, sc.model, key="cmp_evidence")
 if fig.chart is not None:
     show_chart(fig.chart)
     chart_exports(fig.chart, "accelerator-comparison")

@@ -8,6 +8,7 @@ from core.model.ceilings import ceiling
 from core.present.text import duration, escape_markdown, si
 from pages.shared.data import catalogue
 from pages.shared.params import scenario
+from pages.shared.ui import evidence_panel
 
 st.title("Roofline Explorer")
 st.markdown(
@@ -29,6 +30,7 @@ c3.metric("Time to first token", duration(r.ttft_s), help="Prefill of one prompt
 c4.metric("Decode is bound by", r.bound, help=f"Whole-step intensity {r.intensity:.1f} FLOP/byte against a ridge of {r.ridge or 0:.0f}.")
 for flag in r.flags:
     st.warning(flag, icon=":material/flag:")
+evidence_panel(cat, [sc.gpu], sc.model, key="home_evidence")
 st.markdown(
     f"- Ridge point at {r.compute_used}: **{r.ridge or 0:.0f} FLOP/byte** ({si(r.peak_flops, 'FLOP/s')} ÷ {si(r.bandwidth_bytes_per_s, 'B/s')})\n"
     f"- Bandwidth-only ceiling, weights only: **{si(r.bandwidth_ceiling_tokens_per_s)} tokens/s per user**; "

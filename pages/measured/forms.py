@@ -185,7 +185,7 @@ def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> N
             st.rerun()
 
 
-def measurement_form(cat: Catalogue, store: Store | SessionStore) -> None:
+def measurement_form(cat: Catalogue, store: Store | SessionStore, gpu_now: str, model_now: str) -> None:
     """Type one measurement (as a blog post or a seed article prints it); it is stored as a one-row dataset, validated like a file."""
     with st.expander("Type one measurement", icon=":material/edit_note:"):
         st.caption(
@@ -194,18 +194,25 @@ def measurement_form(cat: Catalogue, store: Store | SessionStore) -> None:
         )
         with st.form("ms_one_form", border=False):
             a1, a2, a3 = st.columns(3)
+            gpus, models = cat.gpus["id"].to_list(), list(cat.records)
             gpu = a1.selectbox(
                 "Accelerator",
-                cat.gpus["id"].to_list(),
+                gpus,
+                index=gpus.index(gpu_now) if gpu_now in gpus else 0,
                 format_func=lambda g: cat.gpu(g).name,
                 key="ms_one_gpu",
-                help="The accelerator it ran on.",
+                help="The accelerator it ran on (default: the sidebar's).",
             )
             count = a2.number_input(
                 "Accelerator count", 1, 1024, 1, key="ms_one_gpus", help="Accelerators the model ran on (tensor parallel)."
             )
             model = a3.selectbox(
-                "Model", list(cat.records), format_func=lambda m: cat.model(m).name, key="ms_one_model", help="The model measured."
+                "Model",
+                models,
+                index=models.index(model_now) if model_now in models else 0,
+                format_func=lambda m: cat.model(m).name,
+                key="ms_one_model",
+                help="The model measured (default: the sidebar's).",
             )
             b1, b2, b3, b4 = st.columns(4)
             weights = b1.selectbox("Weights", list(PRECISIONS), key="ms_one_weights", help="Weight format.")

@@ -12,9 +12,10 @@ from core.evidence.calibration import calibration_fits
 from core.evidence.importers import dataset_rows, list_datasets
 from core.present.figures import MeasuredView, measured_charts, measured_view
 from core.store import is_session_dataset
-from pages.measured.forms import import_form, manage_dataset
+from pages.measured.forms import import_form, manage_dataset, measurement_form
+from pages.measured.published import published_view
 from pages.shared.data import HASH_FUNCS, catalogue, dataset_store
-from pages.shared.params import set_calibration
+from pages.shared.params import MEASURED_VIEWS, scenario, set_calibration
 from pages.shared.ui import chart_exports, table_download
 
 
@@ -26,93 +27,125 @@ def figures(cat: Catalogue, _db: Any, _dataset_id: int, file_sha256: str, contex
 
 st.title("Measured vs predicted")
 st.caption(
-    "Import your own benchmark results: each measurement is set against the ceiling the model predicts for the same scenario, "
-    "with its bandwidth (MBU) and compute (MFU) utilisation. A well-tuned decode reaches 70-90% MBU; 40% MFU on decode is suspicious."
+    "Real systems under their ceilings: published measurements shipped with the app, and your own benchmark results. Each measurement "
+    "is set against the ceiling the model predicts for the same scenario, with its bandwidth (MBU) and compute (MFU) utilisation. "
+    "A well-tuned decode reaches 70-90% MBU; 40% MFU on decode is suspicious."
 )
 cat, db = catalogue(), dataset_store()  # in read-only mode: this session's datasets beside the stored ones
-import_form(cat, db)
-datasets = list_datasets(db)
-if datasets.is_empty():
-    st.info("No datasets yet: import a benchmark file above (a sample of each format is in tests/fixtures/).", icon=":material/inbox:")
-    st.stop()
-names = dict(zip(datasets["id"], datasets["name"], strict=True))
-if st.session_state.get("ms_dataset") not in names:
-    st.session_state["ms_dataset"] = datasets["id"][0]
-chosen = st.selectbox(
-    "Dataset",
-    list(names),
-    format_func=lambda i: f"{names[i]} (this session only)" if is_session_dataset(i) else f"{names[i]} (#{i})",
-    key="ms_dataset",
-    help="An imported file and its context.",
-)
-info = datasets.filter(pl.col("id") == chosen).row(0, named=True)
-kept = " · kept in this browser session only, not saved" if is_session_dataset(chosen) else ""
-st.caption(f"{info['row_count']:,} measurements · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}{kept}")
-manage_dataset(db, chosen, names[chosen])
-calibrated = st.toggle(
-    "Calibrate",
-    value=True,
-    key="ms_calibrate",
+view = st.radio(
+    "Show",
+    list(MEASURED_VIEWS),
+    format_func=MEASURED_VIEWS.__getitem__,
+    horizontal=True,
+    key="ms_view",
     bind="query-params",
-    help="Fit, per accelerator, a bandwidth efficiency, a compute efficiency and a per-step overhead.",
+    help="Published: measurements vendors and communities printed, each linked to its source (read-only, shipped with the app). "
+    "Yours: the benchmark files you import.",
 )
-fig = figures(cat, db, chosen, info["file_sha256"], info["context_json"], calibrated)
-cal, cmp = fig.cal, fig.cmp
 
-above = cmp.filter(pl.col("status") == "above ceiling")
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Measurements", f"{cmp.height:,}", help="Rows in this dataset.")
-m2.metric("Above their ceiling", f"{above.height:,}", help="Measured faster than physics allows: check them.")
-m3.metric("Median measured / ceiling", f"{cmp['ratio'].median():.0%}", help="Measured tokens/s over the datasheet ceiling.")
-decode = cmp.filter(pl.col("phase") == "decode")
-m4.metric("Median decode MBU", f"{decode['mbu'].median():.0%}" if decode.height else "n/a", help="Achieved bytes/s over peak bandwidth.")
-if above.height:
-    st.warning(
-        f"{above.height} measurement(s) lie above their ceiling: drawn as red crosses, not as normal points. Likely causes: a wrong precision, "
-        "a sparse peak, a wrong accelerator or count, or a figure that mixes prefill and decode. See the flags column.",
-        icon=":material/warning:",
+
+def your_view(cat: Catalogue, db: Any) -> None:
+    """The user's own datasets: import, type one, choose, set against the model, calibrate."""
+    import_form(cat, db)
+    now = scenario()
+    measurement_form(cat, db, now.gpu, now.model)
+    datasets = list_datasets(db)
+    if datasets.is_empty():
+        st.info(
+            "No datasets of yours yet: import a benchmark file above (vLLM, SGLang, TensorRT-LLM, genai-perf, AIPerf, llmperf, llama-bench, "
+            "MLPerf, optimum-benchmark or a CSV). The published measurements are under 'Show: Published measurements'.",
+            icon=":material/inbox:",
+        )
+        return
+    names = dict(zip(datasets["id"], datasets["name"], strict=True))
+    if st.session_state.get("ms_dataset") not in names:
+        st.session_state["ms_dataset"] = datasets["id"][0]
+    chosen = st.selectbox(
+        "Dataset",
+        list(names),
+        format_func=lambda i: f"{names[i]} (this session only)" if is_session_dataset(i) else f"{names[i]} (#{i})",
+        key="ms_dataset",
+        help="An imported file and its context.",
     )
-
-table = fig.table
-st.dataframe(
-    table, hide_index=True, key="ms_table", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[11:18]}
-)
-table_download(table, f"measured vs predicted {names[chosen]}", key="ms_csv")
-
-roof_chart, batch_chart = measured_charts(cat, dataset_rows(db, chosen), fig)
-st.altair_chart(roof_chart)
-chart_exports(roof_chart, "measured-roofline")
-if batch_chart is None:
-    st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
-else:
-    st.altair_chart(batch_chart)
-    chart_exports(batch_chart, "measured-throughput-batch")
-
-st.subheader("Calibration")
-if cal is None or cal.is_empty():
-    st.info("Calibration is off: switch it on to fit an empirical roof per accelerator.", icon=":material/tune:")
-else:
-    fit = cal.select(
-        pl.col("gpu").alias("accelerator"),
-        pl.col("points").cast(pl.Int64).alias("points used"),
-        (pl.col("eff_bandwidth") * 100).alias("bandwidth efficiency (%)"),
-        (pl.col("eff_compute") * 100).alias("compute efficiency (%)"),
-        (pl.col("overhead_s") * 1e3).alias("overhead per step (ms)"),
-        pl.col("r2").alias("R² of step times"),
-        (pl.col("rel_rmse") * 100).alias("relative RMS error (%)"),
-        "note",
+    info = datasets.filter(pl.col("id") == chosen).row(0, named=True)
+    kept = " · kept in this browser session only, not saved" if is_session_dataset(chosen) else ""
+    st.caption(f"{info['row_count']:,} measurements · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}{kept}")
+    manage_dataset(db, chosen, names[chosen])
+    calibrated = st.toggle(
+        "Calibrate",
+        value=True,
+        key="ms_calibrate",
+        bind="query-params",
+        help="Fit, per accelerator, a bandwidth efficiency, a compute efficiency and a per-step overhead.",
     )
+    fig = figures(cat, db, chosen, info["file_sha256"], info["context_json"], calibrated)
+    cal, cmp = fig.cal, fig.cmp
+
+    above = cmp.filter(pl.col("status") == "above ceiling")
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Measurements", f"{cmp.height:,}", help="Rows in this dataset.")
+    m2.metric("Above their ceiling", f"{above.height:,}", help="Measured faster than physics allows: check them.")
+    m3.metric("Median measured / ceiling", f"{cmp['ratio'].median():.0%}", help="Measured tokens/s over the datasheet ceiling.")
+    decode = cmp.filter(pl.col("phase") == "decode")
+    m4.metric(
+        "Median decode MBU", f"{decode['mbu'].median():.0%}" if decode.height else "n/a", help="Achieved bytes/s over peak bandwidth."
+    )
+    if above.height:
+        st.warning(
+            f"{above.height} measurement(s) lie above their ceiling: drawn as red crosses, not as normal points. Likely causes: a wrong precision, "
+            "a sparse peak, a wrong accelerator or count, or a figure that mixes prefill and decode. See the flags column.",
+            icon=":material/warning:",
+        )
+
+    table = fig.table
     st.dataframe(
-        fit, hide_index=True, key="ms_fit", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in fit.columns[2:7]}
+        table,
+        hide_index=True,
+        key="ms_table",
+        column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[11:18]},
     )
-    table_download(fit, f"calibration {names[chosen]}", key="ms_fit_csv")
-    fits = calibration_fits(cal)
-    if fits and st.button(
-        "Use this calibration on every page",
-        icon=":material/tune:",
-        key="ms_use_cal",
-        help="The sidebar's 'Calibrated model' switch then applies these efficiencies and overhead to the accelerator's scenarios.",
-    ):
-        set_calibration(fits, f"dataset {names[chosen]}")
-        st.session_state["use_calibration"] = True
-        st.rerun()
+    table_download(table, f"measured vs predicted {names[chosen]}", key="ms_csv")
+
+    roof_chart, batch_chart = measured_charts(cat, dataset_rows(db, chosen), fig)
+    st.altair_chart(roof_chart)
+    chart_exports(roof_chart, "measured-roofline")
+    if batch_chart is None:
+        st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
+    else:
+        st.altair_chart(batch_chart)
+        chart_exports(batch_chart, "measured-throughput-batch")
+
+    st.subheader("Calibration")
+    if cal is None or cal.is_empty():
+        st.info("Calibration is off: switch it on to fit an empirical roof per accelerator.", icon=":material/tune:")
+    else:
+        fit = cal.select(
+            pl.col("gpu").alias("accelerator"),
+            pl.col("points").cast(pl.Int64).alias("points used"),
+            (pl.col("eff_bandwidth") * 100).alias("bandwidth efficiency (%)"),
+            (pl.col("eff_compute") * 100).alias("compute efficiency (%)"),
+            (pl.col("overhead_s") * 1e3).alias("overhead per step (ms)"),
+            pl.col("r2").alias("R² of step times"),
+            (pl.col("rel_rmse") * 100).alias("relative RMS error (%)"),
+            "note",
+        )
+        st.dataframe(
+            fit, hide_index=True, key="ms_fit", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in fit.columns[2:7]}
+        )
+        table_download(fit, f"calibration {names[chosen]}", key="ms_fit_csv")
+        fits = calibration_fits(cal)
+        if fits and st.button(
+            "Use this calibration on every page",
+            icon=":material/tune:",
+            key="ms_use_cal",
+            help="The sidebar's 'Calibrated model' switch then applies these efficiencies and overhead to the accelerator's scenarios.",
+        ):
+            set_calibration(fits, f"dataset {names[chosen]}")
+            st.session_state["use_calibration"] = True
+            st.rerun()
+
+
+if view == "yours":
+    your_view(cat, db)
+else:
+    published_view(cat)

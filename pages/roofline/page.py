@@ -16,7 +16,7 @@ from core.present.text import escape_markdown
 from pages.roofline.terms import explain_terms
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
-from pages.shared.ui import chart_exports, keep_options, show_chart, table_download
+from pages.shared.ui import chart_exports, evidence_panel, keep_options, show_chart, table_download
 from pages.shared.widgets import calibrated_inputs
 
 PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
@@ -97,6 +97,7 @@ for shown_gpu in [sc.gpu, *overlay]:
             help="From the newest probe imported on the catalogue page (python -m core.probe).",
         )
 st.info(shown.reading, icon=":material/lightbulb:")
+evidence_panel(cat, [sc.gpu, *overlay], sc.model, key="rf_evidence")
 
 st.subheader("Decode step, operation by operation")
 ops = shown.operations

@@ -26,12 +26,17 @@ from typing import Any
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue, UnknownIdError
+from core.catalogue.reference import METRICS
 from core.model.scenario import FIELDS, Scenario, default, param
 from core.plan.purchase import SORT_LABELS
 from core.plan.targets import OPTION_LABELS as TARGET_LABELS
 from core.present.text import escape_markdown
 
 EVERY = "*"
+#: the scorecard's metrics as its picker shows (and a link spells) them
+METRIC_LABELS = {m: f"{m}: {what}" for m, (what, _) in METRICS.items()}
+#: the measured page's two views, as its radio shows (and a link spells) them
+MEASURED_VIEWS = {"published": "Published measurements", "yours": "Your datasets"}
 AUTO = "auto"  # how the compute picker shows (and a link spells) "the weights' default"
 
 
@@ -102,6 +107,12 @@ LINKS: tuple[Link, ...] = (
     Link("sw_fits", ("sweep",), toggle=True),
     Link("sw_domain", ("sweep",), toggle=True),
     Link("ms_calibrate", ("measured",), toggle=True),
+    Link("ms_view", ("measured",), shown=MEASURED_VIEWS),
+    Link("ms_ref_gpus", ("measured",), picks="accelerator", many=True),
+    Link("ms_ref_models", ("measured",), picks="model", many=True),
+    Link("ms_ref_frameworks", ("measured",), many=True),
+    Link("ms_ref_publishers", ("measured",), many=True),
+    Link("ms_sc_metric", ("measured",), shown=METRIC_LABELS),
 )
 BY_KEY = {link.key: link for link in LINKS}
 CAL = "cal"  # the calibrated model's factors: eff_bandwidth,eff_compute,overhead_s

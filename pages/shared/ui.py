@@ -11,6 +11,7 @@ import streamlit as st
 
 from core.present.charts import export_chart
 from core.present.tables import csv_safe
+from core.present.text import escape_markdown
 
 
 def _slug(name: str) -> str:
@@ -87,3 +88,43 @@ def keep_options(key: str, options: Sequence[Any]) -> None:
             st.session_state[key] = kept
     elif value is not None and value not in options and options:
         st.session_state[key] = options[0]
+
+
+def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> None:
+    """Beside a scenario: how the published measurements of this model on these accelerators sit under their ceilings, each linked.
+
+    One sentence per accelerator (core.evidence.reference.evidence_for: the same model on the same
+    accelerator, else the nearest: same accelerator and another model size, else the same model
+    elsewhere) and the rows behind it in an expander, every value linked to the page it is printed in.
+    """
+    from core.present.evidence import evidence, evidence_display
+
+    shown = []
+    for gpu in dict.fromkeys(gpus):
+        ev = evidence(cat, gpu, model)
+        st.caption(f":material/fact_check: {escape_markdown(ev.sentence)}")
+        if ev.rows.height:
+            shown.append(ev.rows)
+    if not shown:
+        return
+    rows = pl.concat(shown, how="diagonal_relaxed").unique("id", keep="first", maintain_order=True)
+    with st.expander(f"The published measurements ({rows.height:,}), each with its source", icon=":material/fact_check:"):
+        table = evidence_display(rows.head(40))
+        st.dataframe(
+            table,
+            hide_index=True,
+            key=key,
+            column_config={
+                "Source": st.column_config.LinkColumn("Source", display_text="source ↗", help="The page or file the number is printed in."),
+                "Published value": st.column_config.NumberColumn(format="%.4g", help="As printed, in the row's unit."),
+                "Share of ceiling": st.column_config.ProgressColumn(
+                    format="percent",
+                    min_value=0.0,
+                    max_value=1.0,
+                    help="Of the ceiling of the measurement's own scenario; above 100%: a finding.",
+                ),
+            },
+        )
+        st.page_link(
+            "pages/measured/page.py", label="Every published measurement, with the accuracy scorecard", icon=":material/fact_check:"
+        )

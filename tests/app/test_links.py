@@ -74,6 +74,12 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "sw_fits": (["false"], False),
     "sw_domain": (["false"], False),
     "ms_calibrate": (["false"], False),
+    "ms_view": (["Your datasets"], "yours"),
+    "ms_ref_gpus": (["h200-sxm", "gaudi2"], ["h200-sxm", "gaudi2"]),
+    "ms_ref_models": (["llama-3.1-8b"], ["llama-3.1-8b"]),
+    "ms_ref_frameworks": (["TensorRT-LLM", "llama.cpp"], ["TensorRT-LLM", "llama.cpp"]),
+    "ms_ref_publishers": (["NVIDIA"], ["NVIDIA"]),
+    "ms_sc_metric": (["tpot: time per output token (decode step time seen by a request)"], "tpot"),
 }
 #: Where a sidebar key is tried (it is drawn on every page).
 SIDEBAR_PAGE = "calculator"
@@ -98,6 +104,8 @@ def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_
         values = [labels(cat, BY_KEY[key].picks)[v] for v in values]
     # the sweep's 'at batch' picks among the batches swept, and the draft model needs a draft length
     extra = {"sw_batches": ["8", "64"]} if key == "sw_at_batch" else {"spec_draft_len": ["4"]} if key == "spec_draft_model" else {}
+    if key == "ms_calibrate":  # drawn in the view of your datasets
+        extra = {"ms_view": ["Your datasets"]}
     at = open_page(page, **{key: values if len(values) > 1 else values[0]}, **{k: v for k, v in extra.items()})
     held = at.session_state[key]
     if isinstance(expected, float):

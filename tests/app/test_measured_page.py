@@ -43,14 +43,14 @@ def empty_store(tmp_path, monkeypatch):
 def test_empty_store_shows_the_import_form_and_an_empty_state(open_page, empty_store):
     """Before any import: the uploader, its help, and a clear 'no datasets' message."""
     assert not list_datasets(get_store(empty_store)).height
-    at = open_page("measured")
+    at = open_page("measured", ms_view="Your datasets")
     assert at.title[0].value == "Measured vs predicted"
-    assert any("No datasets yet" in i.value for i in at.info)
+    assert any("No datasets of yours yet" in i.value for i in at.info)
 
 
 def test_measured_page_shows_ratio_mbu_and_flags_the_impossible_row(open_page, dataset, private_store):
     """The table holds each measurement's ceiling (checked against core.model.ceilings.evaluate) and flags row 11."""
-    at = open_page("measured")
+    at = open_page("measured", ms_view="Your datasets")
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value  # the comparison table (the fit table is the second)
     table = pl.from_pandas(table) if not isinstance(table, pl.DataFrame) else table
@@ -73,7 +73,7 @@ def test_measured_page_shows_ratio_mbu_and_flags_the_impossible_row(open_page, d
 
 def test_calibration_recovers_the_efficiencies_the_fixture_was_made_with(open_page, dataset):
     """generic.csv was generated at 82% bandwidth, 70% compute and 0.4 ms per step: the fit table says so."""
-    at = open_page("measured")
+    at = open_page("measured", ms_view="Your datasets")
     fit = at.dataframe[1].value
     fit = pl.from_pandas(fit) if not isinstance(fit, pl.DataFrame) else fit
     h100 = fit.filter(pl.col("accelerator") == "h100-sxm").row(0, named=True)
@@ -86,7 +86,7 @@ def test_calibration_recovers_the_efficiencies_the_fixture_was_made_with(open_pa
 
 def test_charts_draw_the_flagged_point_apart_and_the_empirical_roof(open_page, dataset):
     """Chart data: the above-ceiling point carries status 'above ceiling'; an empirical roof sits below the datasheet one."""
-    at = open_page("measured")
+    at = open_page("measured", ms_view="Your datasets")
     frames = chart_frames(at)
     roofs = next(f for f in frames if "roof" in f.columns)
     assert {"datasheet", "empirical"} <= set(roofs["roof"].to_list())
@@ -100,7 +100,7 @@ def test_charts_draw_the_flagged_point_apart_and_the_empirical_roof(open_page, d
 
 def test_turning_calibration_off_shows_its_empty_state(open_page, dataset):
     """With the toggle off there is no fit table, and the page says how to get one."""
-    at = open_page("measured")
+    at = open_page("measured", ms_view="Your datasets")
     at.toggle(key="ms_calibrate").set_value(False).run()
     assert not at.exception
     assert any("Calibration is off" in i.value for i in at.info)
@@ -130,7 +130,7 @@ def read_only_store(tmp_path, monkeypatch):
 def test_read_only_upload_is_kept_in_this_session_and_no_other(open_page, read_only_store):
     """ROOFLINE_READ_ONLY=1: generic.csv is imported into the session, shown with its ceilings; a second session and the file never see it."""
     before = read_only_store.read_bytes()
-    at = open_page("measured")
+    at = open_page("measured", ms_view="Your datasets")
     assert any("kept in this browser session only" in i.value for i in at.info)
     assert at.selectbox(key="ms_dataset").options == ["vllm_serve.json (#1)"]  # the stored dataset, read from the file
 
@@ -159,7 +159,7 @@ def test_read_only_upload_is_kept_in_this_session_and_no_other(open_page, read_o
     assert len(at.get("vega_lite_chart")) == 2
     assert not at.button(key="ms_rename_btn").disabled and not at.button(key="ms_delete_btn").disabled  # it is this session's
 
-    other = open_page("measured")
+    other = open_page("measured", ms_view="Your datasets")
     assert other.selectbox(key="ms_dataset").options == ["vllm_serve.json (#1)"]
     assert other.button(key="ms_rename_btn").disabled and other.button(key="ms_delete_btn").disabled  # the file's dataset
     assert read_only_store.read_bytes() == before
@@ -178,3 +178,46 @@ def test_read_only_catalogue_refuses_custom_entries_with_a_message(open_page, re
     refusal = "Not added: " + escape_markdown("the store is read-only (ROOFLINE_READ_ONLY=1)")
     assert any(refusal in e.value for e in at.error), [e.value for e in at.error]
     assert read_only_store.read_bytes() == before
+
+
+# -- the published measurements ------------------------------------------------------------
+
+SHIPPED = pl.read_csv(Path(__file__).resolve().parents[2] / "data" / "seed" / "reference_measurements.csv", infer_schema_length=0)
+
+
+def _metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def _table(at, column: str):
+    """The dataframe on the page that has `column` (the published table has Row, the scorecard Metric + MAPE)."""
+    return next(d.value for d in at.dataframe if column in d.value.columns)
+
+
+def test_the_page_opens_on_the_published_measurements_each_linked(open_page):
+    at = open_page("measured")
+    assert at.radio(key="ms_view").value == "published"
+    assert _metric(at, "Published measurements") == f"{SHIPPED.height:,}"
+    table = _table(at, "Batch kind")
+    assert len(table) == SHIPPED.height and table["Source"].str.startswith("https://").all()
+    # the scorecard is on the same page: a row per metric, the headline in words
+    scores = _table(at, "Calibrated MAPE, held out (%)")
+    assert set(scores["Metric"]) == set(SHIPPED["metric"])
+    assert any("Calibrated on the other sources" in m.value for m in at.markdown)
+
+
+def test_the_filters_keep_the_rows_they_name(open_page, private_store):
+    cat = load_catalogue(get_store(private_store))
+    at = open_page("measured", ms_ref_gpus=cat.gpu("m2-ultra").name, ms_ref_frameworks="llama.cpp")
+    expected = SHIPPED.filter((pl.col("gpu") == "m2-ultra") & (pl.col("framework") == "llama.cpp")).height
+    assert expected and _metric(at, "Published measurements") == f"{expected:,}"
+    assert len(_table(at, "Batch kind")) == expected
+
+
+@pytest.mark.parametrize("page", ["home", "calculator", "roofline", "compare"])
+def test_every_scenario_page_shows_the_published_measurements_beside_its_ceiling(open_page, page):
+    """The default scenario is Llama 3.1 8B on an H100 SXM: the sentence counts the shipped rows of it."""
+    n = SHIPPED.filter((pl.col("gpu") == "h100-sxm") & (pl.col("model") == "llama-3.1-8b")).height
+    at = open_page(page, cmp_gpus=["NVIDIA H100 SXM5 80GB"]) if page == "compare" else open_page(page)
+    lines = [c.value.replace("\\", "") for c in at.caption if "published" in c.value]  # captions hold escaped markdown
+    assert any(f"published: {n} measurements of Llama 3.1 8B on NVIDIA H100 SXM5 80GB" in line for line in lines), lines

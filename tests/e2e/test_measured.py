@@ -14,9 +14,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_server, page):
     """generic.csv: 11 measurements, one above its ceiling (warned, flagged), calibration table, two charts."""
-    page.goto(fresh_server.url("measured"))
+    page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
     wait_ready(page)
-    page.get_by_text("No datasets yet").wait_for()
+    page.get_by_text("No datasets of yours yet").wait_for()
     screenshot(page, "measured-empty")
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
     wait_ready(page)
@@ -47,13 +47,13 @@ def test_a_bad_file_is_refused_with_file_row_column_and_problem(fresh_server, pa
     """A CSV with text in tokens_per_s gets one message naming all four, and no dataset appears."""
     bad = tmp_path / "bad.csv"
     bad.write_text("gpu,model,batch,input_tokens,output_tokens,tokens_per_s\nh100-sxm,llama-3.1-8b,1,1024,128,fast\n")
-    page.goto(fresh_server.url("measured"))
+    page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
     wait_ready(page)
     page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(bad))
     wait_ready(page)
     page.get_by_role("button", name="Import").click()
     page.get_by_text("bad.csv: row 1, column tokens_per_s: not a number: 'fast'").wait_for(timeout=60_000)
-    assert page.get_by_text("No datasets yet").count() == 1
+    assert page.get_by_text("No datasets of yours yet").count() == 1
     screenshot(page, "measured-bad-file")
 
 
@@ -67,7 +67,7 @@ def test_read_only_mode_keeps_an_upload_in_its_browser_session_only(browser, pag
     before = db.read_bytes()
     srv = Server(db, ROOFLINE_READ_ONLY="1")
     try:
-        page.goto(srv.url("measured"))
+        page.goto(srv.url("measured?ms_view=Your+datasets"))
         wait_ready(page)
         page.get_by_text("kept in this browser session only").wait_for()
         page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
@@ -81,14 +81,14 @@ def test_read_only_mode_keeps_an_upload_in_its_browser_session_only(browser, pag
         screenshot(page, "measured-read-only-session")
 
         other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        other.goto(srv.url("measured"))
+        other.goto(srv.url("measured?ms_view=Your+datasets"))
         wait_ready(other)
-        other.get_by_text("No datasets yet").wait_for()
+        other.get_by_text("No datasets of yours yet").wait_for()
         assert other.get_by_text("generic.csv").count() == 0
         other.context.close()
         page.reload()  # a reload is a new session: the upload is gone, as the note says
         wait_ready(page)
-        page.get_by_text("No datasets yet").wait_for()
+        page.get_by_text("No datasets of yours yet").wait_for()
     finally:
         srv.stop()
     assert db.read_bytes() == before

@@ -162,7 +162,9 @@ def test_a_link_value_a_control_cannot_take_is_named_and_a_default_one_is_not(fr
         page = context.new_page()
         page.goto(fresh_server.url(path))
         wait_ready(page)
-        page.locator("[data-testid='stDataFrame']").last.wait_for()  # the comparison (the price editor above it is folded)
+        page.locator(
+            "[data-testid='stDataFrame']:visible"
+        ).last.wait_for()  # the comparison (the price editor above it and the published measurements below are folded)
         expect(page.get_by_role("radio", name="service target")).to_be_checked()
         warnings = page.locator("[data-testid='stAlertContentWarning']").all_inner_texts()
         if message is None:

@@ -1,0 +1,197 @@
+"""Published measurements shipped with the app: one sourced row per printed number.
+
+data/seed/reference_measurements.csv (format: data/seed/REFERENCE_FORMAT.md)
+holds measurements that vendors, benchmark suites and communities printed,
+each with the URL it is printed in, the publisher, the framework and its
+version, the scenario (accelerator x count, parallel degrees, model, formats,
+batch or concurrency, lengths), the metric, the value in the unit printed and
+a note. `reference_seed_frame` validates every row against `Reference` and
+the catalogue's ids and adds `value_si` (tokens/s of the whole system for a
+throughput, tokens/s per user, seconds for a time). The rows form a read-only
+reference table rebuilt with the seed; user datasets never mix with it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import polars as pl
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from core.catalogue.precisions import UnknownPrecisionError, compute_precision, storage_format
+from core.catalogue.specs import SLUG
+
+#: metric -> (what it is, the units a row may give it in)
+METRICS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "output_tokens_per_s": ("generated tokens per second of the whole system (or per GPU)", ("tokens/s", "tokens/s/gpu")),
+    "output_tokens_per_s_per_user": ("generated tokens per second each request sees", ("tokens/s/user",)),
+    "tpot": ("time per output token (decode step time seen by a request)", ("ms", "s")),
+    "itl": ("inter-token latency (time between two streamed tokens)", ("ms", "s")),
+    "ttft": ("time to first token", ("ms", "s")),
+    "prefill_tokens_per_s": ("prompt tokens processed per second", ("tokens/s", "tokens/s/gpu")),
+}
+#: metrics that are times (lower is better); the others are rates
+TIME_METRICS = ("tpot", "itl", "ttft")
+SCOPES = ("decode", "prefill", "end-to-end")
+BATCH_KINDS = ("fixed batch", "concurrency", "max load")
+
+REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "id": pl.String,
+    "source_url": pl.String,
+    "publisher": pl.String,
+    "framework": pl.String,
+    "framework_version": pl.String,
+    "gpu": pl.String,
+    "num_gpus": pl.Int64,
+    "tp": pl.Int64,
+    "ep": pl.Int64,
+    "model": pl.String,
+    "weights": pl.String,
+    "kv": pl.String,
+    "compute": pl.String,
+    "batch": pl.Int64,
+    "batch_kind": pl.String,
+    "input_tokens": pl.Int64,
+    "output_tokens": pl.Int64,
+    "scope": pl.String,
+    "metric": pl.String,
+    "value": pl.Float64,
+    "unit": pl.String,
+    "value_si": pl.Float64,
+    "model_bytes": pl.Int64,
+    "source_date": pl.String,
+    "read_on": pl.Date,
+    "note": pl.String,
+}
+#: the CSV's columns (value_si is computed)
+CSV_COLUMNS = tuple(c for c in REFERENCE_SCHEMA if c != "value_si")
+
+
+class ReferenceError(ValueError):
+    """A reference row that fails validation; the message names the file, row and field."""
+
+
+class Reference(BaseModel):
+    """One published measurement, as printed in its source."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: Annotated[str, Field(pattern=SLUG, max_length=40)]
+    source_url: Annotated[str, Field(pattern=r"^https?://\S+$")]
+    publisher: Annotated[str, Field(min_length=1)]
+    framework: Annotated[str, Field(min_length=1)]
+    framework_version: str = ""
+    gpu: Annotated[str, Field(pattern=SLUG)]
+    num_gpus: Annotated[int, Field(ge=1, le=1024)] = 1
+    tp: Annotated[int, Field(ge=1, le=1024)] | None = None
+    ep: Annotated[int, Field(ge=1, le=1024)] | None = None
+    model: Annotated[str, Field(pattern=SLUG)]
+    weights: str
+    kv: str
+    compute: str = ""
+    #: sequences decoded together or client concurrency; None only for a max-load figure that prints no batch
+    batch: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    batch_kind: Literal["fixed batch", "concurrency", "max load"]
+    input_tokens: Annotated[int, Field(ge=0, le=10_000_000)]
+    output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] = 0  # may be left empty for a prefill figure
+    scope: Literal["decode", "prefill", "end-to-end"]
+    metric: Literal["output_tokens_per_s", "output_tokens_per_s_per_user", "tpot", "itl", "ttft", "prefill_tokens_per_s"]
+    value: Annotated[float, Field(gt=0, le=1e9)]
+    unit: Literal["tokens/s", "tokens/s/gpu", "tokens/s/user", "ms", "s"]
+    model_bytes: Annotated[int, Field(gt=0, le=10**13)] | None = None
+    source_date: Annotated[str, Field(pattern=r"^((19|20)\d\d(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?)?$")] = ""
+    read_on: dt.date
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Reference:
+        units = METRICS[self.metric][1]
+        if self.unit not in units:
+            raise ValueError(f"unit {self.unit!r} does not fit metric {self.metric} (use {' or '.join(units)})")
+        for name in ("weights", "kv"):
+            try:
+                storage_format(getattr(self, name), argument=name)
+            except UnknownPrecisionError as exc:
+                raise ValueError(str(exc)) from None
+        if self.compute:
+            try:
+                compute_precision(self.compute, argument="compute")
+            except UnknownPrecisionError as exc:
+                raise ValueError(str(exc)) from None
+        if self.batch is None and self.batch_kind != "max load":
+            raise ValueError(f"batch: a {self.batch_kind} measurement needs its batch or concurrency")
+        if self.metric == "prefill_tokens_per_s" and self.scope != "prefill":
+            raise ValueError("scope: a prefill throughput has scope prefill")
+        if self.scope == "prefill" and self.metric not in ("prefill_tokens_per_s", "ttft"):
+            raise ValueError(f"scope: {self.metric} is not a prefill figure")
+        if self.scope == "prefill" and self.input_tokens < 1:
+            raise ValueError("input_tokens: a prefill figure needs a prompt of at least 1 token")
+        if self.scope != "prefill" and self.metric != "ttft" and self.output_tokens < 1:
+            raise ValueError("output_tokens: a decode or end-to-end figure needs at least 1 output token")
+        if self.read_on > dt.date.today():
+            raise ValueError(f"read_on: {self.read_on} is in the future")
+        return self
+
+    @property
+    def value_si(self) -> float:
+        """The value in SI: tokens/s of the whole system, tokens/s per user, or seconds."""
+        if self.unit == "tokens/s/gpu":
+            return self.value * self.num_gpus
+        if self.unit == "ms":
+            return self.value * 1e-3
+        return self.value
+
+
+def reference_seed_frame(seed_dir: Path, gpu_ids: set[str], model_ids: set[str]) -> pl.DataFrame:
+    """data/seed/reference_measurements.csv as the store's `reference_measurements` rows, every row validated."""
+    path = seed_dir / "reference_measurements.csv"
+    if not path.exists():
+        return pl.DataFrame(schema=REFERENCE_SCHEMA)
+    raw = pl.read_csv(path, infer_schema_length=0)
+    missing = [c for c in CSV_COLUMNS if c not in raw.columns]
+    if missing:
+        raise ReferenceError(f"{path.name}: missing column(s) {', '.join(missing)} (see REFERENCE_FORMAT.md)")
+    extra = [c for c in raw.columns if c not in CSV_COLUMNS]
+    if extra:
+        raise ReferenceError(f"{path.name}: unknown column(s) {', '.join(extra)} (see REFERENCE_FORMAT.md)")
+    rows, seen = [], set()
+    for line, cells in enumerate(raw.iter_rows(named=True), start=2):
+        values = {k: v.strip() for k, v in cells.items() if isinstance(v, str) and v.strip()}
+        try:
+            rec = Reference.model_validate(values)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(x) for x in err["loc"]) or "row"
+            raise ReferenceError(f"{path.name} row {line} ({cells.get('id')}): {where}: {_message(err['msg'])}") from None
+        if rec.id in seen:
+            raise ReferenceError(f"{path.name} row {line}: id {rec.id!r} is used twice")
+        seen.add(rec.id)
+        if rec.gpu not in gpu_ids:
+            raise ReferenceError(f"{path.name} row {line} ({rec.id}): unknown accelerator {rec.gpu!r} (not in accelerators.csv)")
+        if rec.model not in model_ids:
+            raise ReferenceError(f"{path.name} row {line} ({rec.id}): unknown model {rec.model!r} (not in models.csv)")
+        row = rec.model_dump()
+        row["weights"] = storage_format(rec.weights).name  # one spelling per format (Q4_K_M -> q4_k_m, f16 -> fp16)
+        row["kv"] = storage_format(rec.kv).name
+        row["compute"] = compute_precision(rec.compute) if rec.compute else None
+        row["value_si"] = rec.value_si
+        rows.append(row)
+    return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)
+
+
+def _message(msg: str) -> str:
+    """A pydantic message without its 'Value error, ' prefix."""
+    return re.sub(r"^Value error, ", "", msg)
+
+
+def source_key(url: str) -> str:
+    """The document a URL points into: no fragment or query, a GitHub file at any commit as one document.
+
+    The scorecard holds out one source at a time (core.evidence.scorecard): two
+    versions of the same performance page are one source, so neither predicts the other.
+    """
+    base = url.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    return re.sub(r"(github\.com/[^/]+/[^/]+/(?:blob|tree|raw)/)[^/]+/", r"\1*/", base)

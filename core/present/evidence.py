@@ -1,0 +1,147 @@
+"""The published measurements as the measured page and the other pages show them: filtered rows, findings, tables, the scorecard's view."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from core.catalogue.catalogue import Catalogue
+from core.evidence.compare import ABOVE_CEILING
+from core.evidence.reference import Evidence, evidence_for, reference_compare
+from core.evidence.scorecard import HEADLINE, Scorecard
+
+#: the filters of the published view: widget -> column
+FILTERS = {"gpu": "gpu", "model": "model", "framework": "framework", "publisher": "publisher"}
+
+
+@dataclass(frozen=True)
+class ReferenceView:
+    """The published measurements after the page's filters."""
+
+    rows: pl.DataFrame  # reference_compare rows kept
+    total: int  # rows before the filters
+    findings: pl.DataFrame  # rows above their ceilings, with their causes
+    sources: int  # distinct source documents among `rows`
+
+
+def reference_view(
+    cat: Catalogue,
+    *,
+    gpus: Sequence[str] = (),
+    models: Sequence[str] = (),
+    frameworks: Sequence[str] = (),
+    publishers: Sequence[str] = (),
+) -> ReferenceView:
+    """The reference rows that pass the filters (an empty filter keeps every row)."""
+    table = reference_compare(cat)
+    rows = table
+    for column, wanted in (("gpu", gpus), ("model", models), ("framework", frameworks), ("publisher", publishers)):
+        if wanted:
+            rows = rows.filter(pl.col(column).is_in(list(wanted)))
+    findings = rows.filter(pl.col("ratio") > ABOVE_CEILING)
+    return ReferenceView(rows, table.height, findings, rows["source"].n_unique() if rows.height else 0)
+
+
+def options(cat: Catalogue) -> dict[str, list[str]]:
+    """The values each filter can take (those the reference set holds), sorted."""
+    table = cat.reference
+    return {k: sorted(set(table[c].to_list())) if table.height else [] for k, c in FILTERS.items()}
+
+
+def reference_display(rows: pl.DataFrame) -> pl.DataFrame:
+    """The published rows as the page's table: what was measured, the published value as printed, its ceiling, the share reached."""
+    if not rows.height:
+        return pl.DataFrame()
+    return rows.select(
+        pl.col("id").alias("Row"),
+        pl.col("gpu_name").alias("Accelerator"),
+        pl.col("num_gpus").alias("GPUs"),
+        pl.col("model_name").alias("Model"),
+        pl.col("weights").alias("Weights"),
+        pl.col("kv").alias("KV cache"),
+        pl.col("framework").alias("Framework"),
+        pl.col("framework_version").alias("Version"),
+        pl.col("batch_printed").alias("Batch / concurrency"),
+        pl.col("batch_kind").alias("Batch kind"),
+        pl.col("input_tokens").alias("Input (tokens)"),
+        pl.col("output_tokens").alias("Output (tokens)"),
+        pl.col("metric").alias("Metric"),
+        pl.col("value").alias("Published value"),
+        pl.col("unit").alias("Unit"),
+        _in_printed_unit(pl.col("ceiling")).alias("Ceiling (same unit)"),
+        pl.col("ratio").alias("Share of ceiling"),
+        pl.col("cause").alias("Above its ceiling because"),
+        pl.col("publisher").alias("Publisher"),
+        pl.col("source_url").alias("Source"),
+        pl.col("source_date").alias("Source date"),
+        pl.col("note").alias("Note"),
+    )
+
+
+def _in_printed_unit(si: pl.Expr) -> pl.Expr:
+    """A figure in SI (tokens/s of the system, tokens/s per user, seconds) in the row's printed unit."""
+    unit = pl.col("unit")
+    return pl.when(unit == "ms").then(si * 1e3).when(unit == "tokens/s/gpu").then(si / pl.col("num_gpus")).otherwise(si)
+
+
+def scorecard_tables(card: Scorecard) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The scorecard's per-metric table and its by-framework / by-family table, in words and percent."""
+    per_metric = card.metrics.select(
+        pl.col("metric").alias("Metric"),
+        pl.col("n").alias("Measurements"),
+        (pl.col("median_ratio") * 100).alias("Median share of ceiling (%)"),
+        (pl.col("p25_ratio") * 100).alias("p25 (%)"),
+        (pl.col("p75_ratio") * 100).alias("p75 (%)"),
+        (pl.col("mape_calibrated") * 100).alias("Calibrated MAPE, held out (%)"),
+        (pl.col("within_10pct") * 100).alias("Within 10% (% of rows)"),
+        (pl.col("within_25pct") * 100).alias("Within 25% (% of rows)"),
+    )
+    groups = card.by_group.select(
+        pl.col("metric").alias("Metric"),
+        pl.col("by").alias("By"),
+        pl.col("group").alias("Group"),
+        pl.col("n").alias("Measurements"),
+        (pl.col("median_ratio") * 100).alias("Median share of ceiling (%)"),
+        (pl.col("p25_ratio") * 100).alias("p25 (%)"),
+        (pl.col("p75_ratio") * 100).alias("p75 (%)"),
+    )
+    return per_metric, groups
+
+
+def headline_sentence(card: Scorecard) -> str:
+    """The scorecard's headline in one sentence: decode throughput and TPOT, held out by source."""
+    h = card.headline
+    if not h or not h.get("n"):
+        return "No decode throughput or TPOT measurements in the reference set."
+    return (
+        f"{HEADLINE[0].upper() + HEADLINE[1:]}: {h['n']} published measurements reached a median {h['median_ratio']:.0%} of their datasheet ceilings "
+        f"(middle half {h['p25_ratio']:.0%}-{h['p75_ratio']:.0%}). Calibrated on the other sources, the model predicts them with "
+        f"{h['mape_calibrated']:.0%} mean absolute error; {h['within_10pct']:.0%} within 10%, {h['within_25pct']:.0%} within 25%."
+    )
+
+
+def evidence(cat: Catalogue, gpu: str, model: str) -> Evidence:
+    """The published measurements beside a scenario (core.evidence.reference.evidence_for)."""
+    return evidence_for(cat, gpu, model)
+
+
+def evidence_display(rows: pl.DataFrame) -> pl.DataFrame:
+    """The few rows shown beside a scenario: what, the published value, the share of its ceiling, the source."""
+    if not rows.height:
+        return pl.DataFrame()
+    return rows.select(
+        pl.col("gpu_name").alias("Accelerator"),
+        pl.col("num_gpus").alias("GPUs"),
+        pl.col("model_name").alias("Model"),
+        pl.col("weights").alias("Weights"),
+        pl.col("framework").alias("Framework"),
+        pl.col("batch").alias("Batch"),
+        pl.format("{} / {}", "input_tokens", "output_tokens").alias("In / out (tokens)"),
+        pl.col("metric").alias("Metric"),
+        pl.col("value").alias("Published value"),
+        pl.col("unit").alias("Unit"),
+        pl.col("ratio").alias("Share of ceiling"),
+        pl.col("source_url").alias("Source"),
+    )

@@ -1,0 +1,168 @@
+"""Charts of the published measurements: the share of its ceiling each one reached, and the scorecard's predicted against measured."""
+
+from __future__ import annotations
+
+import math
+
+import altair as alt
+import polars as pl
+
+from core.catalogue.reference import METRICS, TIME_METRICS
+from core.present.charts import positive
+
+FAMILY_COLOURS = alt.Scale(
+    domain=["NVIDIA datacenter", "NVIDIA GeForce/RTX", "NVIDIA desktop/edge", "AMD Instinct", "Intel Gaudi", "Google TPU", "Apple", "AWS"],
+    range=["#2f855a", "#68d391", "#0d9488", "#c53030", "#2b6cb0", "#d69e2e", "#718096", "#975a16"],
+)
+STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cross"])
+
+
+def _unit(metric: str) -> str:
+    if metric in TIME_METRICS:
+        return "s"
+    return "tokens/s per user" if metric == "output_tokens_per_s_per_user" else "tokens/s"
+
+
+def ratio_chart(rows: pl.DataFrame, *, by: str = "framework", title: str = "", width: int = 760) -> alt.LayerChart | alt.FacetChart:
+    """Each published measurement's share of its own ceiling (1 = the ceiling), one row of dots per `by`, coloured by family.
+
+    A share is measured / ceiling for a rate, ceiling / measured for a time, so
+    every dot reads the same way; a dot right of the line is above its ceiling (a finding).
+    """
+    data = rows.filter(pl.col("ratio").is_finite() & (pl.col("ratio") > 0)).select(
+        by,
+        "family",
+        "id",
+        "gpu_name",
+        "num_gpus",
+        "model_name",
+        "weights",
+        "metric",
+        "batch",
+        "input_tokens",
+        "output_tokens",
+        "value",
+        "unit",
+        "ratio",
+        "status",
+        "source_url",
+    )
+    data = data.with_columns((pl.col("id").hash(7) % 1000 / 1000.0).alias("jitter"))  # a fixed spread within each row of dots
+    top = max(1.2, float(data["ratio"].max() or 1.0) * 1.05) if data.height else 1.2  # type: ignore[arg-type]
+    groups = max(1, data[by].n_unique()) if data.height else 1
+    x = alt.X(
+        "ratio:Q",
+        title="Share of the ceiling reached (100% = the ceiling of its own scenario)",
+        scale=alt.Scale(domain=[0, math.ceil(top * 10) / 10]),
+        axis=alt.Axis(format="%"),
+    )
+    dots = (
+        alt.Chart(data)
+        .mark_point(size=60, filled=True, opacity=0.75)
+        .encode(
+            x=x,
+            y=alt.Y(f"{by}:N", title=by.capitalize(), axis=alt.Axis(labelLimit=260)),
+            yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-0.2, 1.2])),
+            color=alt.Color(
+                "family:N", title="Accelerator family", scale=FAMILY_COLOURS, legend=alt.Legend(orient="bottom", columns=4, labelLimit=200)
+            ),
+            shape=alt.Shape("status:N", title="Status", scale=STATUS_SHAPES, legend=alt.Legend(orient="bottom")),
+            href="source_url:N",
+            tooltip=[
+                alt.Tooltip("id:N", title="Row"),
+                alt.Tooltip("gpu_name:N", title="Accelerator"),
+                alt.Tooltip("num_gpus:Q", title="GPUs"),
+                alt.Tooltip("model_name:N", title="Model"),
+                alt.Tooltip("weights:N", title="Weights"),
+                alt.Tooltip("metric:N", title="Metric"),
+                alt.Tooltip("value:Q", title="Published value", format=",.4~g"),
+                alt.Tooltip("unit:N", title="Unit"),
+                alt.Tooltip("ratio:Q", title="Share of ceiling", format=".0%"),
+                alt.Tooltip("source_url:N", title="Source (click the dot)"),
+            ],
+        )
+    )
+    line = alt.Chart(pl.DataFrame({"x": [1.0]})).mark_rule(color="#c53030", strokeDash=[4, 3], strokeWidth=1.5).encode(x="x:Q")
+    return alt.layer(dots, line).properties(
+        title=title or "Published measurements: share of their own ceiling (dashed: the ceiling)",
+        width=width,
+        height=alt.Step(36) if groups else 120,
+    )
+
+
+def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width: int = 520) -> alt.LayerChart | alt.FacetChart:
+    """Predicted against measured for one metric on log axes, with the y = x line.
+
+    Filled dots: the calibrated prediction (held out: fitted on the other sources);
+    hollow: the datasheet ceiling. Points on the line are predicted exactly.
+    """
+    unit = _unit(metric)
+    sub = rows.filter(pl.col("metric") == metric)
+    if unit == "s":  # times read in milliseconds ("10 ms", not "10m")
+        unit = "ms"
+        sub = sub.with_columns((pl.col(c) * 1e3).alias(c) for c in ("measured", "calibrated_prediction", "ceiling"))
+    long = pl.concat(
+        [
+            sub.select(
+                "id",
+                "model_name",
+                "gpu_name",
+                "framework",
+                "measured",
+                pl.col("calibrated_prediction").alias("predicted"),
+                pl.lit("calibrated (held out)").alias("kind"),
+            ),
+            sub.select(
+                "id",
+                "model_name",
+                "gpu_name",
+                "framework",
+                "measured",
+                pl.col("ceiling").alias("predicted"),
+                pl.lit("datasheet ceiling").alias("kind"),
+            ),
+        ]
+    )
+    long = positive(long, "measured", "predicted")
+    values = long["measured"].to_list() + long["predicted"].to_list()
+    lo = 10 ** math.floor(math.log10(min(values))) if values else 1.0
+    hi = 10 ** math.ceil(math.log10(max(values))) if values else 10.0
+    scale = alt.Scale(type="log", domain=[lo, hi])
+    axis_format = ",~g" if unit == "ms" else "~s"
+    points = (
+        alt.Chart(long)
+        .mark_point(size=60)
+        .encode(
+            x=alt.X("measured:Q", title=f"Measured ({unit})", scale=scale, axis=alt.Axis(format=axis_format)),
+            y=alt.Y("predicted:Q", title=f"Predicted ({unit})", scale=scale, axis=alt.Axis(format=axis_format)),
+            color=alt.Color(
+                "kind:N",
+                title="Prediction",
+                scale=alt.Scale(domain=["calibrated (held out)", "datasheet ceiling"], range=["#2b6cb0", "#a0aec0"]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            fill=alt.Fill(
+                "kind:N",
+                scale=alt.Scale(domain=["calibrated (held out)", "datasheet ceiling"], range=["#2b6cb0", "transparent"]),
+                legend=None,
+            ),
+            tooltip=[
+                alt.Tooltip("id:N", title="Row"),
+                alt.Tooltip("gpu_name:N", title="Accelerator"),
+                alt.Tooltip("model_name:N", title="Model"),
+                alt.Tooltip("framework:N", title="Framework"),
+                alt.Tooltip("measured:Q", title=f"Measured ({unit})", format=",.4~g"),
+                alt.Tooltip("predicted:Q", title=f"Predicted ({unit})", format=",.4~g"),
+                alt.Tooltip("kind:N", title="Prediction"),
+            ],
+        )
+    )
+    diagonal = (
+        alt.Chart(pl.DataFrame({"measured": [lo, hi], "predicted": [lo, hi]}))
+        .mark_line(color="#1a202c", strokeDash=[4, 3])
+        .encode(x=alt.X("measured:Q", scale=scale), y=alt.Y("predicted:Q", scale=scale))
+    )
+    what = METRICS[metric][0] if metric in METRICS else metric
+    return alt.layer(diagonal, points).properties(
+        title=title or f"Predicted against measured: {what} (y = x dashed)", width=width, height=width
+    )

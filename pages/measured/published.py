@@ -1,0 +1,160 @@
+"""The measured page's published view: the reference measurements shipped with the app, their findings and the accuracy scorecard."""
+
+from __future__ import annotations
+
+import polars as pl
+import streamlit as st
+
+from core.catalogue.catalogue import Catalogue
+from core.catalogue.reference import METRICS
+from core.evidence.scorecard import MIN_FIT_POINTS, MIN_FIT_R2, scorecard
+from core.present.evidence import headline_sentence, options, reference_display, reference_view, scorecard_tables
+from core.present.evidence_charts import prediction_chart, ratio_chart
+from pages.shared.params import METRIC_LABELS, labels
+from pages.shared.ui import chart_exports, keep_options, table_download
+
+
+def published_view(cat: Catalogue) -> None:
+    """Filters, headline figures, findings, the share-of-ceiling chart, the linked table and the scorecard."""
+    opts = options(cat)
+    if not opts["gpu"]:
+        st.info("The catalogue holds no published measurements (data/seed/reference_measurements.csv is empty).", icon=":material/inbox:")
+        return
+    gpu_names, model_names = labels(cat, "accelerator"), labels(cat, "model")
+    filters = (  # (option list, widget key, label, placeholder, how an option shows, help)
+        ("gpu", "ms_ref_gpus", "Accelerator", "every accelerator", lambda g: gpu_names.get(g, g), "on these accelerators"),
+        ("model", "ms_ref_models", "Model", "every model", lambda m: model_names.get(m, m), "of these models"),
+        ("framework", "ms_ref_frameworks", "Framework", "every framework", str, "made with these serving frameworks or suites"),
+        ("publisher", "ms_ref_publishers", "Source", "every publisher", str, "these publishers printed (each row links to its page)"),
+    )
+    chosen: dict[str, list[str]] = {}
+    for column, (option, key, label, placeholder, shown, what) in zip(st.columns(4), filters, strict=True):
+        keep_options(key, opts[option])
+        chosen[option] = column.multiselect(
+            label,
+            opts[option],
+            format_func=shown,
+            key=key,
+            bind="query-params",
+            placeholder=placeholder,
+            help=f"Keep the measurements {what} (none chosen: every one).",
+        )
+    gpus, models, frameworks, publishers = (chosen[k] for k in ("gpu", "model", "framework", "publisher"))
+    view = reference_view(cat, gpus=gpus, models=models, frameworks=frameworks, publishers=publishers)
+    rows = view.rows
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Published measurements", f"{rows.height:,}", help=f"Rows kept by the filters, of {view.total:,} shipped.")
+    m2.metric("Sources", f"{view.sources:,}", help="Distinct documents the numbers are printed in (a page at any commit counts once).")
+    m3.metric("Accelerators", f"{rows['gpu'].n_unique() if rows.height else 0:,}", help="Distinct accelerators among the rows kept.")
+    decode = rows.filter(((pl.col("metric") == "output_tokens_per_s") & (pl.col("phase") == "decode")) | (pl.col("metric") == "tpot"))
+    m4.metric(
+        "Median share of ceiling (decode)",
+        f"{decode['ratio'].median():.0%}" if decode.height else "—",
+        help="Decode throughput and time per output token: the measured rate over the ceiling of the same scenario (for TPOT: ceiling time over measured time).",
+    )
+    if not rows.height:
+        st.info("No published measurement passes these filters: clear one of them.", icon=":material/filter_alt_off:")
+        return
+    if view.findings.height:
+        n = view.findings.height
+        st.warning(
+            f"{n} published measurement{'s' if n != 1 else ''} lie above {'their' if n != 1 else 'its'} ceiling: a finding, not a plot point. "
+            "Each is drawn as a cross and its likely cause is named below (max-load throughput counting prompt tokens, speculative decoding, "
+            "a sparse figure, a different power mode).",
+            icon=":material/warning:",
+        )
+        with st.expander(f"Findings: {n} above their ceilings", icon=":material/search:"):
+            st.dataframe(
+                reference_display(view.findings).select(
+                    "Row",
+                    "Accelerator",
+                    "GPUs",
+                    "Model",
+                    "Metric",
+                    "Published value",
+                    "Unit",
+                    "Share of ceiling",
+                    "Above its ceiling because",
+                    "Note",
+                    "Source",
+                ),
+                hide_index=True,
+                key="ms_ref_findings",
+                column_config=_columns(),
+            )
+    chart = ratio_chart(rows, by="framework", title=f"Published measurements: share of their own ceiling ({rows.height:,} rows)")
+    st.altair_chart(chart, width="stretch")
+    chart_exports(chart, "published-share-of-ceiling")
+    table = reference_display(rows)
+    st.dataframe(table, hide_index=True, key="ms_ref_table", column_config=_columns())
+    table_download(table, "published measurements", key="ms_ref_csv")
+    st.caption(
+        "Share of ceiling: measured / ceiling for a rate, ceiling / measured for a time, each against the ceiling of its own scenario. "
+        "A max-load figure that prints no batch is set against the ceiling at the largest batch that fits."
+    )
+    _scorecard(cat)
+
+
+def _columns() -> dict[str, object]:
+    return {
+        "Source": st.column_config.LinkColumn("Source", display_text="source ↗", help="The page or file the number is printed in."),
+        "Published value": st.column_config.NumberColumn("Published value", format="%.4g", help="As printed, in the row's unit."),
+        "Ceiling (same unit)": st.column_config.NumberColumn(
+            "Ceiling (same unit)", format="%.4g", help="The model's ceiling for the same scenario, in the row's unit."
+        ),
+        "Share of ceiling": st.column_config.ProgressColumn(
+            "Share of ceiling",
+            format="percent",
+            min_value=0.0,
+            max_value=1.0,
+            help="Share of the ceiling reached; above 100% is a finding.",
+        ),
+    }
+
+
+def _scorecard(cat: Catalogue) -> None:
+    st.subheader("Accuracy scorecard")
+    card = scorecard(cat)
+    st.markdown(headline_sentence(card))
+    st.caption(
+        "Held out by source: the rows of one source are predicted by a calibration fitted on every other source, so a source never "
+        "predicts itself. The calibration is the app's own (bandwidth and compute efficiencies and a per-step overhead), fitted per "
+        f"accelerator and framework, else per framework, else per accelerator, wherever the other sources give a fit of at least "
+        f"{MIN_FIT_POINTS} points and R² ≥ {MIN_FIT_R2}; otherwise the ceiling times the median share of ceiling of the most specific "
+        "group with rows from other sources. MAPE = mean |predicted - measured| / measured. Each row's basis is in the CSV below."
+    )
+    per_metric, groups = scorecard_tables(card)
+    st.dataframe(
+        per_metric,
+        hide_index=True,
+        key="ms_sc_metrics",
+        column_config={c: st.column_config.NumberColumn(format="%.0f") for c in per_metric.columns[2:]},
+    )
+    with st.expander("By framework and accelerator family", icon=":material/table_chart:"):
+        st.dataframe(
+            groups,
+            hide_index=True,
+            key="ms_sc_groups",
+            column_config={c: st.column_config.NumberColumn(format="%.0f") for c in groups.columns[4:]},
+        )
+    metrics = [m for m in METRICS if m in set(card.rows["metric"].to_list())]
+    keep_options("ms_sc_metric", metrics)
+    metric = st.selectbox(
+        "Metric",
+        metrics,
+        format_func=METRIC_LABELS.__getitem__,
+        key="ms_sc_metric",
+        bind="query-params",
+        help="Which metric the predicted-against-measured chart shows.",
+    )
+    if metric:
+        chart = prediction_chart(card.rows, metric)
+        st.altair_chart(chart)
+        chart_exports(chart, f"scorecard-{metric}")
+    table_download(
+        card.rows.select(
+            "id", "metric", "measured", "ceiling", "ratio", "calibrated_prediction", "abs_pct_error", "held_out_fold", "basis"
+        ),
+        "scorecard rows",
+        key="ms_sc_csv",
+    )

@@ -1,0 +1,262 @@
+"""The published reference measurements: the shipped set's coverage, the row rules, ceilings checked by hand, the scorecard."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import shutil
+import statistics
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from core.catalogue.catalogue import load_catalogue
+from core.catalogue.precisions import storage_format
+from core.catalogue.reference import CSV_COLUMNS, ReferenceError, reference_seed_frame, source_key
+from core.cli import main as cli_main
+from core.evidence.reference import CAUSES, evidence_for, reference_compare
+from core.evidence.scorecard import scorecard
+from core.model.ceilings import ceiling
+from core.model.scenario import Scenario
+from core.store import Store
+from core.store.paths import SEED
+
+ROWS = list(csv.DictReader((SEED / "reference_measurements.csv").open(encoding="utf-8")))
+
+
+@pytest.fixture(scope="module")
+def cat(tmp_path_factory: pytest.TempPathFactory):
+    return load_catalogue(Store(tmp_path_factory.mktemp("ref") / "ref.duckdb"))
+
+
+# -- the shipped set -------------------------------------------------------------------
+
+
+def test_the_shipped_set_has_150_sourced_rows_on_10_accelerators_and_5_frameworks():
+    assert len(ROWS) >= 150
+    gpus = {r["gpu"] for r in ROWS}
+    frameworks = {r["framework"] for r in ROWS}
+    assert len(gpus) >= 10
+    # NVIDIA datacenter and GeForce, AMD Instinct, Apple, at least one of Gaudi / TPU
+    assert {"h100-sxm", "rtx-4090", "mi300x", "m2-ultra"} <= gpus and gpus & {"gaudi2", "gaudi3", "tpu-v5e", "tpu-v6e"}
+    assert {"TensorRT-LLM", "vLLM", "SGLang", "llama.cpp", "MLPerf"} <= frameworks
+    for r in ROWS:
+        assert r["source_url"].startswith("https://"), r["id"]
+        assert r["read_on"] == "2026-12-01" and r["publisher"], r["id"]
+    metrics = {r["metric"] for r in ROWS}
+    assert {"output_tokens_per_s", "tpot", "itl", "ttft", "prefill_tokens_per_s"} <= metrics
+
+
+def test_the_store_holds_every_row_read_only_beside_no_dataset(cat):
+    assert cat.reference.height == len(ROWS)
+    assert cat.reference["id"].n_unique() == len(ROWS)
+
+
+# -- the rules of a row -----------------------------------------------------------------
+
+
+def _seed_with(tmp_path: Path, rows: list[dict[str, str]]) -> Path:
+    seed = tmp_path / "seed"
+    shutil.copytree(SEED, seed)
+    with (seed / "reference_measurements.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, CSV_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    return seed
+
+
+BASE = {
+    "id": "t-001",
+    "source_url": "https://example.org/post",
+    "publisher": "Example",
+    "framework": "vLLM",
+    "framework_version": "0.9",
+    "gpu": "h100-sxm",
+    "num_gpus": "2",
+    "tp": "2",
+    "ep": "",
+    "model": "llama-3.1-8b",
+    "weights": "Q4_K_M",
+    "kv": "f16",
+    "compute": "",
+    "batch": "8",
+    "batch_kind": "fixed batch",
+    "input_tokens": "128",
+    "output_tokens": "128",
+    "scope": "end-to-end",
+    "metric": "output_tokens_per_s",
+    "value": "2500",
+    "unit": "tokens/s/gpu",
+    "model_bytes": "",
+    "source_date": "2025-06",
+    "read_on": "2026-12-01",
+    "note": "",
+}
+
+
+def test_values_are_kept_as_printed_and_converted_to_si(tmp_path):
+    rows = [BASE, {**BASE, "id": "t-002", "metric": "tpot", "value": "12.5", "unit": "ms"}]
+    frame = reference_seed_frame(_seed_with(tmp_path, rows), {"h100-sxm"}, {"llama-3.1-8b"})
+    first, second = frame.row(0, named=True), frame.row(1, named=True)
+    assert (first["value"], first["value_si"]) == (2500.0, 5000.0)  # per GPU x 2 GPUs
+    assert (second["value"], second["value_si"]) == (12.5, 0.0125)  # ms -> s
+    assert (first["weights"], first["kv"]) == ("q4_k_m", "fp16")  # one spelling per format
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"gpu": "h900"}, "unknown accelerator 'h900'"),
+        ({"model": "llama-9"}, "unknown model 'llama-9'"),
+        ({"unit": "ms"}, "unit 'ms' does not fit metric output_tokens_per_s"),
+        ({"batch": ""}, "a fixed batch measurement needs its batch or concurrency"),
+        ({"metric": "prefill_tokens_per_s"}, "a prefill throughput has scope prefill"),
+        ({"weights": "q9_z"}, "unknown precision 'q9_z'"),
+        ({"source_url": "example.org"}, "source_url"),
+        ({"value": "-3"}, "value"),
+    ],
+)
+def test_a_bad_row_is_refused_with_its_row_and_field(tmp_path, change, message):
+    with pytest.raises(ReferenceError) as err:
+        reference_seed_frame(_seed_with(tmp_path, [{**BASE, **change}]), {"h100-sxm"}, {"llama-3.1-8b"})
+    assert "reference_measurements.csv row 2" in str(err.value) and message in str(err.value)
+
+
+def test_an_id_used_twice_is_refused(tmp_path):
+    with pytest.raises(ReferenceError, match="id 't-001' is used twice"):
+        reference_seed_frame(_seed_with(tmp_path, [BASE, BASE]), {"h100-sxm"}, {"llama-3.1-8b"})
+
+
+def test_versions_of_one_document_are_one_source():
+    a = "https://github.com/NVIDIA/TensorRT-LLM/blob/250d9c29/docs/source/performance.md#x"
+    b = "https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540/docs/source/performance.md"
+    assert source_key(a) == source_key(b) == "https://github.com/NVIDIA/TensorRT-LLM/blob/*/docs/source/performance.md"
+    assert source_key("https://example.org/a?x=1") != source_key("https://example.org/b")
+
+
+# -- ceilings checked by hand -------------------------------------------------------------
+
+
+def _row(cat, rid: str) -> dict:
+    return reference_compare(cat).filter(pl.col("id") == rid).row(0, named=True)
+
+
+def test_a_llama_bench_row_uses_the_files_own_bytes(cat):
+    """apple-008: Llama 70B F16 on an M2 Ultra, tg512, file 141.1 GB (printed 131.42 GiB).
+
+    By hand: 800 GB/s over the file's bytes plus the KV cache read at the mean context of
+    256 tokens (80 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes = 327,680 bytes a token):
+    800e9 / (141,111,150,510 + 256 x 327,680) = 5.666 tokens/s; measured 4.76, 84% of it.
+    """
+    r = _row(cat, "apple-008")
+    assert r["model_bytes"] == 141_111_150_510 and r["value"] == 4.76
+    by_hand = 800e9 / (141_111_150_510 + 256 * 327_680)
+    assert r["ceiling"] == pytest.approx(by_hand, rel=0.02)  # the model also counts activations and the embedding read
+    assert r["ratio"] == pytest.approx(4.76 / by_hand, rel=0.02)
+
+
+def test_the_files_bits_per_weight_replace_the_formats(cat):
+    """A Q4_K_M file read at its own 4.8944 bits reads 4.8944 / 4.125 of int4's weight bytes."""
+    q4km = ceiling(cat, Scenario(gpu="rtx-4090", model="llama-2-7b", weights="q4_k_m"))
+    own = ceiling(cat, Scenario(gpu="rtx-4090", model="llama-2-7b", weights="q4_k_m", weight_bits=8.0))
+    assert storage_format("q4_k_m").bits == 4.8944 and storage_format("Q4_K_M").name == "q4_k_m"
+    assert q4km.weight_memory_bytes == pytest.approx(6_738_415_616 * 4.8944 / 8)
+    assert own.weight_memory_bytes == pytest.approx(6_738_415_616)  # 8 bits x the parameters
+    assert q4km.compute_used == "fp16"  # llama.cpp dequantises
+
+
+def test_a_time_metric_reads_as_the_share_of_its_ceiling(cat):
+    """A TPOT row: ratio = ceiling time / measured time, and the ceiling time is batch / ceiling tokens/s."""
+    row = reference_compare(cat).filter(pl.col("metric") == "tpot").row(0, named=True)
+    assert row["ratio"] == pytest.approx(row["ceiling"] / row["measured"])
+    assert row["ceiling"] == pytest.approx(row["batch"] / row["predicted_tokens_per_s"])
+
+
+def test_the_gaudi_3_peak_is_the_2025_papers():
+    gaudi = next(r for r in csv.DictReader((SEED / "accelerators.csv").open(encoding="utf-8")) if r["id"] == "gaudi3")
+    assert gaudi["bf16_tflops"] == gaudi["fp8_tflops"] == "1678"
+    assert "July 2025" in gaudi["notes"] and "1835" in gaudi["notes"]
+
+
+def test_every_row_above_its_ceiling_names_a_cause(cat):
+    table = reference_compare(cat)
+    above = table.filter(pl.col("ratio") > 1.02)
+    assert above.height and above["cause"].null_count() == 0
+    assert set(above["cause"]) <= set(CAUSES.values())
+    assert table.filter(pl.col("ratio") <= 1.02)["cause"].null_count() == table.height - above.height
+    # the 72-GPU MLPerf systems ran data-parallel replicas, not one tensor-parallel group over 72
+    mlperf = table.filter((pl.col("framework") == "MLPerf") & (pl.col("num_gpus") == 72) & (pl.col("ratio") > 1.02))
+    assert mlperf.height and set(mlperf["cause"]) == {CAUSES["replicas"]}
+
+
+# -- beside a scenario ------------------------------------------------------------------
+
+
+def test_the_evidence_beside_a_scenario_counts_its_rows(cat):
+    table = reference_compare(cat)
+    mine = table.filter((pl.col("gpu") == "m2-ultra") & (pl.col("model") == "llama-3.1-8b"))
+    ev = evidence_for(cat, "m2-ultra", "llama-3.1-8b")
+    assert ev.exact and ev.rows.height == mine.height
+    assert ev.sentence.startswith(f"published: {mine.height} measurements of Llama 3.1 8B on Apple M2 Ultra")
+    lo, hi = mine["ratio"].min(), mine["ratio"].max()
+    assert f"{lo:.0%}-{hi:.0%}" in ev.sentence
+
+
+def test_no_match_says_so_and_shows_the_nearest(cat):
+    ev = evidence_for(cat, "rtx-4090", "qwen3-8b")
+    assert not ev.exact and ev.sentence.startswith("No published measurement of Qwen3 8B on NVIDIA GeForce RTX 4090.")
+    assert "Nearest published:" in ev.sentence and set(ev.rows["gpu"]) == {"rtx-4090"}
+    none = evidence_for(cat, "t4", "phi-4")
+    assert none.rows.height == 0 and "No published measurement" in none.sentence
+
+
+# -- the scorecard ------------------------------------------------------------------------
+
+
+def test_the_scorecards_figures_are_recomputable_from_its_rows(cat):
+    out = scorecard(cat).as_json()
+    rows = out["rows"]
+    assert len(rows) == len(ROWS)
+    for metric, figures in out["metrics"].items():
+        mine = [r for r in rows if r["metric"] == metric]
+        assert figures["n"] == len(mine)
+        assert figures["median_ratio"] == pytest.approx(statistics.median(r["ratio"] for r in mine))
+        errors = [abs(r["calibrated_prediction"] - r["measured"]) / r["measured"] for r in mine if r["calibrated_prediction"] is not None]
+        assert figures["mape_calibrated"] == pytest.approx(sum(errors) / len(errors))
+        assert figures["within_10pct"] == pytest.approx(sum(e <= 0.10 for e in errors) / len(errors))
+        assert figures["within_25pct"] == pytest.approx(sum(e <= 0.25 for e in errors) / len(errors))
+    for r in rows:  # a rate's ratio is measured / ceiling, a time's ceiling / measured
+        time = r["metric"] in ("tpot", "itl", "ttft")
+        assert r["ratio"] == pytest.approx(r["ceiling"] / r["measured"] if time else r["measured"] / r["ceiling"])
+
+
+def test_a_source_never_predicts_itself(cat):
+    """Scaling every value of one source by 10 leaves that source's own held-out predictions unchanged."""
+    table = reference_compare(cat)
+    source = table.filter(pl.col("framework") == "Intel Gaudi software (PyTorch)")["source"][0]
+    ids = table.filter(pl.col("source") == source)["id"]
+    changed = cat.reference.with_columns(
+        pl.when(pl.col("id").is_in(ids.implode())).then(pl.col(c) * 10).otherwise(pl.col(c)).alias(c) for c in ("value", "value_si")
+    )
+    other = dataclasses.replace(cat, reference=changed, key=cat.key + "#scaled")
+    before = scorecard(cat).rows.filter(pl.col("id").is_in(ids.implode())).sort("id")
+    after = scorecard(other).rows.filter(pl.col("id").is_in(ids.implode())).sort("id")
+    assert before["held_out_fold"].to_list() == [source] * ids.len()
+    assert after["calibrated_prediction"].to_list() == pytest.approx(before["calibrated_prediction"].to_list())
+    assert after["measured"].to_list() == pytest.approx([10 * m for m in before["measured"].to_list()])
+
+
+def test_cli_reference_and_scorecard(cat, tmp_path, capsys):
+    db = str(tmp_path / "cli.duckdb")
+    assert cli_main(["reference", "--db", db, "--gpu", "m2-ultra", "--metric", "output_tokens_per_s", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    expected = [r for r in ROWS if r["gpu"] == "m2-ultra" and r["metric"] == "output_tokens_per_s"]
+    assert len(rows) == len(expected) and all(r["source_url"] and r["ceiling"] > 0 and r["ratio"] > 0 for r in rows)
+    assert cli_main(["scorecard", "--db", db, "--json"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert set(card) >= {"metrics", "rows", "above_ceiling"}
+    assert set(card["metrics"]["output_tokens_per_s"]) >= {"n", "median_ratio", "mape_calibrated", "within_10pct", "within_25pct"}
+    assert {"id", "metric", "measured", "ceiling", "calibrated_prediction", "held_out_fold"} <= set(card["rows"][0])
+    assert cli_main(["reference", "--db", db, "--gpu", "h900"]) == 2
