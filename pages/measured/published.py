@@ -149,7 +149,7 @@ def _scorecard(cat: Catalogue) -> None:
     )
     if metric:
         chart = prediction_chart(card.rows, metric)
-        st.altair_chart(chart)
+        st.altair_chart(chart, width="content")  # square: the y = x line at 45 degrees
         chart_exports(chart, f"scorecard-{metric}")
     table_download(
         card.rows.select(
