@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from core.catalogue.model_config import model_from_config, parse_config_text
+from core.catalogue.model_config import ConfigError, model_from_config, parse_config_text
 from core.catalogue.operations import OpMatrix, kv_elements_per_token, operations_frame, parameter_counts
 from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PRECISIONS
 from core.catalogue.prices import PRICE_SCHEMA, PriceUsed, price_used
@@ -119,6 +119,8 @@ class Catalogue:
     profiles: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PROFILE_SCHEMA))
     #: every published price (core.catalogue.prices): gpu, kind (rent, buy), usd, provider, offer, region, as_of, source_url, note
     prices: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=PRICE_SCHEMA))
+    #: custom models the store holds that this version refuses (a shape past its bound): "name (id): why"; left out, not deleted
+    unreadable: tuple[str, ...] = ()
     #: every published reference measurement (core.catalogue.reference; read-only, rebuilt with the seed)
     reference: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REFERENCE_SCHEMA))
 
@@ -275,10 +277,19 @@ def build_catalogue(
 ) -> Catalogue:
     """A Catalogue from the store's accelerator and model frames (and measured profiles, newest first, and published prices)."""
     records: dict[str, ModelRecord] = {}
+    unreadable: list[str] = []
     for row in model_rows.iter_rows(named=True):
         cfg = json.loads(row["config_json"])
-        rec = model_from_config(cfg, model_id=row["id"], name=row["name"])
+        try:
+            rec = model_from_config(cfg, model_id=row["id"], name=row["name"])
+        except ConfigError as exc:
+            if not row["custom"]:
+                raise  # the reviewed seed is validated when it loads: never here
+            # a custom model stored by an older version, before its shape fields were bounded: left out, named, the store untouched
+            unreadable.append(f"{row['name']} ({row['id']}): {exc}")
+            continue
         records[row["id"]] = rec.model_copy(update={"custom": bool(row["custom"])})
+    model_rows = model_rows.filter(pl.col("id").is_in(list(records)))
     ops = operations_frame(list(records.values()))
     counts = parameter_counts(ops)
     kv = kv_elements_per_token(ops)
@@ -315,7 +326,17 @@ def build_catalogue(
     ref_rows = (
         pl.DataFrame(schema=REFERENCE_SCHEMA) if reference is None else reference.select(list(REFERENCE_SCHEMA)).cast(REFERENCE_SCHEMA)  # type: ignore[arg-type]
     )
-    return Catalogue(gpus=gpu_rows, models=models, records=records, ops=ops, key=key, profiles=prof, prices=price_rows, reference=ref_rows)
+    return Catalogue(
+        gpus=gpu_rows,
+        models=models,
+        records=records,
+        ops=ops,
+        key=key,
+        profiles=prof,
+        prices=price_rows,
+        reference=ref_rows,
+        unreadable=tuple(unreadable),
+    )
 
 
 _CACHE: dict[tuple[str, int], Catalogue] = {}

@@ -275,3 +275,17 @@ def test_a_refused_custom_model_leaves_the_store_unchanged(tmp_path, case):
     assert store.query("models")["id"].sort().to_list() == before
     assert store.generation == generation
     assert "hostile" not in load_catalogue(store).records
+
+
+def test_a_stored_custom_model_past_a_bound_is_left_out_and_named_not_fatal(tmp_path):
+    """A custom model an older version stored with vocab_size 10^15 (accepted then) no longer stops the catalogue from loading."""
+    from core.store import Store
+
+    store = Store(tmp_path / "old.duckdb")
+    cfg = json.loads((Path(__file__).resolve().parents[2] / "data" / "seed" / "models" / "llama-3.1-8b.json").read_text())
+    cfg["vocab_size"] = 10**15
+    store.execute("insert_custom_model", id="huge-vocab", name="Huge vocab", config_json=json.dumps(cfg), notes="")
+    cat = load_catalogue(store)
+    assert "huge-vocab" not in cat.records and "llama-3.1-8b" in cat.records
+    assert len(cat.unreadable) == 1 and cat.unreadable[0].startswith("Huge vocab (huge-vocab): vocab_size")
+    assert store.query("models").filter(pl.col("id") == "huge-vocab").height == 1  # the store untouched

@@ -159,6 +159,31 @@ def distribution(prefix: str, values: list[float]) -> dict[str, float]:
     return {f"{prefix}_p{q}_s": percentile(values, q) for q in (50, 90, 99)}
 
 
+def request_summary(ttft: list[float], tpot: list[float], requests: int) -> dict[str, Any]:
+    """What a per-request file's measurement keeps of its requests: mean TTFT and TPOT, the request count, p50/p90/p99."""
+    return {
+        "ttft": sum(ttft) / len(ttft) if ttft else None,
+        "tpot": sum(tpot) / len(tpot) if tpot else None,
+        "requests": requests,
+        **distribution("ttft", ttft),
+        **distribution("tpot", tpot),
+    }
+
+
+def request_summary_spec(ttft_field: str, tpot_field: str, requests: str) -> dict[str, tuple[str, Getter]]:
+    """The spec entries of `request_summary`'s values, naming the file's per-request fields they come from."""
+    return {
+        "ttft_s": (f"{ttft_field} (mean)", value_of("ttft")),
+        "tpot_s": (f"{tpot_field} (mean)", value_of("tpot")),
+        "requests": (requests, value_of("requests")),
+        **{
+            f"{k}_p{q}_s": (f"{src} (p{q})", value_of(f"{k}_p{q}_s"))
+            for k, src in (("ttft", ttft_field), ("tpot", tpot_field))
+            for q in (50, 90, 99)
+        },
+    }
+
+
 def from_records(
     fmt: str,
     records: list[dict[str, Any]],

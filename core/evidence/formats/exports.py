@@ -8,7 +8,19 @@ import re
 from pathlib import PurePath
 from typing import Any
 
-from core.evidence.formats import Extract, FormatError, Getter, ask, dig, distribution, from_records, number, require, rounded, value_of
+from core.evidence.formats import (
+    Extract,
+    FormatError,
+    Getter,
+    ask,
+    dig,
+    from_records,
+    number,
+    request_summary,
+    request_summary_spec,
+    require,
+    rounded,
+)
 
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0}
 
@@ -365,25 +377,14 @@ def aiperf_records(records: list[dict[str, Any]], context: dict[str, Any]) -> Ex
         "input": round(sum(isl) / len(isl)),
         "output": round(sum(osl) / len(osl)),
         "tps": sum(osl) / window if window > 0 else f"{sum(osl)} tokens / {window} s",
-        "ttft": sum(ttft) / len(ttft) if ttft else None,
-        "tpot": sum(itl) / len(itl) if itl else None,
-        "requests": len(ok),
-        **distribution("ttft", ttft),
-        **distribution("tpot", itl),
+        **request_summary(ttft, itl, len(ok)),
     }
     spec: dict[str, tuple[str, Getter]] = {
         "phase": ("(serving run)", lambda r: "mixed"),
         "input_tokens": ("metrics.input_sequence_length (mean)", lambda r: r["input"]),
         "output_tokens": ("metrics.output_sequence_length (mean)", lambda r: r["output"]),
         "tokens_per_s": ("sum output_sequence_length / (last request_end_ns - first request_start_ns)", lambda r: r["tps"]),
-        "ttft_s": ("metrics.time_to_first_token (mean)", lambda r: r["ttft"]),
-        "tpot_s": ("metrics.inter_token_latency (mean)", lambda r: r["tpot"]),
-        "requests": ("(profiling requests without error)", lambda r: r["requests"]),
-        **{
-            f"{k}_p{q}_s": (f"metrics.{src} (p{q})", value_of(f"{k}_p{q}_s"))
-            for k, src in (("ttft", "time_to_first_token"), ("tpot", "inter_token_latency"))
-            for q in (50, 90, 99)
-        },
+        **request_summary_spec("metrics.time_to_first_token", "metrics.inter_token_latency", "(profiling requests without error)"),
     }
     notes = [f"{len(ok)} of {len(records)} records aggregated (profiling, no error) into one measurement"]
     return from_records(fmt, [rec], spec, notes=notes)

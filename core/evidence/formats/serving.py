@@ -20,10 +20,11 @@ from core.evidence.formats import (
     Getter,
     ask,
     dig,
-    distribution,
     from_records,
     number,
     ratio,
+    request_summary,
+    request_summary_spec,
     require,
     rounded,
     value_of,
@@ -405,11 +406,7 @@ def llmperf_requests(records: list[dict[str, Any]], context: dict[str, Any]) -> 
         "input": round(sum(float(r["number_input_tokens"]) for r in ok) / len(ok)),
         "output": round(out_tokens / len(ok)),
         "tps": ratio(batch * out_tokens, e2e),
-        "ttft": sum(ttfts) / len(ttfts) if ttfts else None,
-        "tpot": sum(itls) / len(itls) if itls else None,
-        "requests": len(ok),
-        **distribution("ttft", ttfts),
-        **distribution("tpot", itls),
+        **request_summary(ttfts, itls, len(ok)),
     }
     spec: dict[str, tuple[str, Getter]] = {
         "phase": ("(serving run)", lambda r: "mixed"),
@@ -417,14 +414,7 @@ def llmperf_requests(records: list[dict[str, Any]], context: dict[str, Any]) -> 
         "input_tokens": ("number_input_tokens (mean)", lambda r: r["input"]),
         "output_tokens": ("number_output_tokens (mean)", lambda r: r["output"]),
         "tokens_per_s": ("batch x number_output_tokens / end_to_end_latency_s", lambda r: r["tps"]),
-        "ttft_s": ("ttft_s (mean)", lambda r: r["ttft"]),
-        "tpot_s": ("inter_token_latency_s (mean)", lambda r: r["tpot"]),
-        "requests": ("(successful requests)", lambda r: r["requests"]),
-        **{
-            f"{k}_p{q}_s": (f"{src} (p{q})", value_of(f"{k}_p{q}_s"))
-            for k, src in (("ttft", "ttft_s"), ("tpot", "inter_token_latency_s"))
-            for q in (50, 90, 99)
-        },
+        **request_summary_spec("ttft_s", "inter_token_latency_s", "(successful requests)"),
     }
     notes = [f"{len(ok)} of {len(records)} requests aggregated (failed ones left out); tokens/s = batch x output tokens / end-to-end time"]
     return from_records(fmt, [rec], spec, notes=notes)
