@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.catalogue.catalogue import load_catalogue
 from core.evidence.bench_commands import read_tag
 from core.evidence.formats import Extract, FormatError
-from core.evidence.formats.generic import MissingColumnsError, header_of
+from core.evidence.formats.generic import MissingColumnsError, header_of, missing_columns
 from core.evidence.formats.registry import BY_NAME, TEXT_HEAD, Format, Input, detect_csv, detect_json, detect_text
 from core.evidence.measurements import MeasurementError, error_text, validate
 from core.store.paths import ReadOnlyError, read_sql
@@ -215,6 +215,21 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
 
 
 _NON_SPACE = re.compile(rb"\S")
+
+
+def columns_to_map(data: bytes, fmt: str | None = None, given: frozenset[str] = frozenset()) -> MissingColumnsError | None:
+    """Before an import: the required columns a file read as the generic CSV lacks (those `given` as context do not
+    count), with the headers whose content fits each; None when the file is routed to another format (as `_read`
+    routes it) or lacks nothing. The page shows its mapping step from this, before anything is imported."""
+    try:
+        text = _decode(data)
+    except FormatError:
+        return None
+    if text.lstrip()[:1] in ("{", "[") or _text_format(text, fmt) is not None:
+        return None
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    reader = BY_NAME[fmt] if fmt else detect_csv(header_of(data))
+    return missing_columns(data, given) if reader.name == "generic-csv" else None
 
 
 def _text_format(text: str, fmt: str | None) -> Format | None:

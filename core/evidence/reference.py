@@ -32,7 +32,7 @@ from typing import Any
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
-from core.catalogue.reference import METRICS, TIME_METRICS, source_key
+from core.catalogue.reference import TIME_METRICS, source_key
 from core.evidence.compare import ABOVE_CEILING, compare
 from core.model.ceilings import evaluate
 
@@ -162,32 +162,39 @@ def _empty() -> pl.DataFrame:
     return pl.DataFrame(schema={"id": pl.String, "metric": pl.String, "ratio": pl.Float64, "ceiling": pl.Float64, "measured": pl.Float64})
 
 
-def _with_ceiling(cat: Catalogue, cmp: pl.DataFrame) -> pl.DataFrame:
+def in_metric_unit(tokens_per_s: pl.Expr) -> pl.Expr:
+    """A rate in the measurement frame's tokens_per_s (the module's table) as a row's metric: tokens/s of the system,
+    tokens/s per user, or seconds (TPOT / ITL: batch / rate; TTFT: prompt / rate)."""
     metric = pl.col("metric")
-    pred = pl.col("predicted_tokens_per_s")
     b = pl.col("batch").cast(pl.Float64)
     prompt = pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).cast(pl.Float64)
-    ceiling = (
+    return (
         pl.when(metric == "output_tokens_per_s_per_user")
-        .then(pred / b)
+        .then(tokens_per_s / b)
         .when(metric.is_in(["tpot", "itl"]))
-        .then(b / pred)
+        .then(b / tokens_per_s)
         .when(metric == "ttft")
-        .then(prompt / pred)
-        .otherwise(pred)
+        .then(prompt / tokens_per_s)
+        .otherwise(tokens_per_s)
     )
+
+
+def _with_ceiling(cat: Catalogue, cmp: pl.DataFrame) -> pl.DataFrame:
+    ceiling = in_metric_unit(pl.col("predicted_tokens_per_s"))
     vendors = dict(zip(cat.gpus["id"], cat.gpus["vendor"], strict=True))
     names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
     model_names = dict(zip(cat.models["id"], cat.models["name"], strict=True))
     experts = dict(zip(cat.models["id"], cat.models["experts"], strict=True))
+    families = {g: family(g, v) for g, v in vendors.items()}
+    sources = {u: source_key(u) for u in cmp["source_url"].unique().to_list()}
     out = cmp.with_columns(
         pl.col("model").replace_strict(experts, default=None, return_dtype=pl.Int64).alias("experts"),
         ceiling.alias("ceiling"),
         pl.col("value_si").alias("measured"),
         pl.col("gpu").replace_strict(names, default=pl.col("gpu")).alias("gpu_name"),
         pl.col("model").replace_strict(model_names, default=pl.col("model")).alias("model_name"),
-        pl.struct("gpu").map_elements(lambda r: family(r["gpu"], vendors.get(r["gpu"], "")), return_dtype=pl.String).alias("family"),
-        pl.col("source_url").map_elements(source_key, return_dtype=pl.String).alias("source"),
+        pl.col("gpu").replace_strict(families, default=None).alias("family"),
+        pl.col("source_url").replace_strict(sources, default=None).alias("source"),
     )
     return out.with_columns(_cause().alias("cause"))
 
@@ -349,8 +356,3 @@ def unit_of(metric: str) -> str:
     if metric in TIME_METRICS:
         return "s"
     return "tokens/s per user" if metric == "output_tokens_per_s_per_user" else "tokens/s"
-
-
-def metric_label(metric: str) -> str:
-    """A metric in words."""
-    return METRICS[metric][0]

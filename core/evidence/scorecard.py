@@ -24,7 +24,6 @@ summary figure is recomputable from `rows`.
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +34,7 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.reference import TIME_METRICS
 from core.evidence.calibration import MIN_FIT_POINTS, MIN_FIT_R2, calibrate, design_of
 from core.evidence.compare import ABOVE_CEILING
-from core.evidence.reference import reference_compare
+from core.evidence.reference import in_metric_unit, reference_compare
 
 #: the headline group: decode throughput and time per output token
 HEADLINE = "decode throughput and TPOT"
@@ -138,58 +137,85 @@ def _key(level: tuple[str, ...]) -> str:
 
 
 def _predict(cat: Catalogue, held: pl.DataFrame, train: pl.DataFrame, fold: str) -> pl.DataFrame:
-    """Calibrated predictions of the held-out rows (in each metric's unit) and what they rest on."""
-    fits: list[tuple[tuple[str, ...], dict[str, dict[str, Any]]]] = []
+    """Calibrated predictions of the held-out rows (in each metric's unit) and what they rest on.
+
+    The first level of FIT_LEVELS with an accepted fit predicts (the fit's time, as the row's metric); failing
+    all of them, the ceiling scaled by the median ratio of the first group of LEVELS with training rows.
+    """
+    frame = held.with_columns(pl.lit(None, dtype=pl.Float64).alias("calibrated_prediction"), pl.lit(None, dtype=pl.String).alias("basis"))
     for level in FIT_LEVELS:
         key = _key(level)
         wanted = train.filter(pl.col(key).is_in(held[key].unique().implode()))
-        cal = calibrate(cat, wanted, compared=wanted, by=key) if wanted.height else None
-        ok = {} if cal is None else {r["gpu"]: r for r in cal.filter(pl.col("accepted")).iter_rows(named=True)}
-        fits.append((level, ok))
-    medians = _median_ratios(train)
-    out = []
-    for row in held.iter_rows(named=True):
-        pred, basis = None, "no training rows of this metric"
-        for level, ok in fits:
-            fit = ok.get(row[_key(level)])
-            if fit is None:
-                continue
-            seconds = _fitted_time(row, fit)
-            if seconds is not None and seconds > 0:
-                what = " and ".join(f"{c} {row[c]}" for c in level)
-                pred = _rate_in_unit(row, seconds)
-                basis = f"calibration fitted on {int(fit['points'])} rows of {what} from other sources (R² {fit['r2']:.2f})"
-                break
-        if pred is None:
-            factor, basis = _median_factor(medians, row)
-            ceiling = row["ceiling"]
-            if factor is not None and ceiling is not None:
-                pred = ceiling / factor if row["metric"] in TIME_METRICS else ceiling * factor
-        out.append({"id": row["id"], "calibrated_prediction": pred, "held_out_fold": fold, "basis": basis})
-    return pl.DataFrame(out, schema={"id": pl.String, "calibrated_prediction": pl.Float64, "held_out_fold": pl.String, "basis": pl.String})
+        if not wanted.height:
+            continue
+        fits = calibrate(cat, wanted, compared=wanted, by=key).filter(pl.col("accepted"))
+        fits = fits.select(
+            pl.col("gpu").alias(key),
+            pl.col("eff_bandwidth").alias("f_bw"),
+            pl.when(pl.col("eff_compute").is_finite()).then(pl.col("eff_compute")).otherwise(1.0).alias("f_c"),
+            pl.col("overhead_s").alias("f_over"),
+            pl.col("points").alias("f_points"),
+            pl.col("r2").alias("f_r2"),
+        )
+        seconds = (
+            pl.col("f_over") * pl.col("x_steps") + pl.col("x_mem") / pl.col("f_bw") + pl.col("x_cmp") / pl.col("f_c") + pl.col("x_comm")
+        )
+        fitted = pl.when(seconds.is_finite() & (seconds > 0)).then(in_metric_unit(_rate_of(seconds)))
+        what = pl.concat_str([pl.lit(f"{c} ") + pl.col(c).cast(pl.String) for c in level], separator=" and ")
+        basis = pl.format(
+            "calibration fitted on {} rows of {} from other sources (R² {})",
+            pl.col("f_points").cast(pl.Int64),
+            what,
+            pl.col("f_r2").round(2),
+        )
+        todo = pl.col("calibrated_prediction").is_null() & fitted.is_not_null()
+        frame = (
+            frame.join(fits, on=key, how="left", maintain_order="left")
+            .with_columns(
+                pl.when(todo).then(basis).otherwise(pl.col("basis")).alias("basis"),
+                pl.coalesce("calibrated_prediction", fitted).alias("calibrated_prediction"),
+            )
+            .drop("f_bw", "f_c", "f_over", "f_points", "f_r2")
+        )
+    for level in LEVELS:  # no accepted fit: the ceiling x the median ratio of the most specific group of training rows
+        medians = train.group_by(*level, "metric").agg(pl.col("ratio").median().alias("m_ratio"), pl.len().alias("m_n"))
+        scaled = (
+            pl.when(pl.col("metric").is_in(list(TIME_METRICS)))
+            .then(pl.col("ceiling") / pl.col("m_ratio"))
+            .otherwise(pl.col("ceiling") * pl.col("m_ratio"))
+        )
+        usable = pl.col("m_ratio") > 0
+        what = (
+            pl.concat_str([pl.lit(f"{c} ") + pl.col(c).cast(pl.String) for c in level], separator=", ")
+            if level
+            else pl.lit("every accelerator and framework")
+        )
+        basis = pl.format(
+            "ceiling x {}, the median ratio of {} {} rows ({}) from other sources", pl.col("m_ratio").round(2), "m_n", "metric", what
+        )
+        todo = pl.col("calibrated_prediction").is_null() & usable
+        frame = (
+            frame.join(medians, on=[*level, "metric"], how="left", maintain_order="left", nulls_equal=True)
+            .with_columns(
+                pl.when(todo).then(basis).otherwise(pl.col("basis")).alias("basis"),
+                pl.when(todo).then(scaled).otherwise(pl.col("calibrated_prediction")).alias("calibrated_prediction"),
+            )
+            .drop("m_ratio", "m_n")
+        )
+    return frame.select(
+        "id",
+        "calibrated_prediction",
+        pl.lit(fold).alias("held_out_fold"),
+        pl.col("basis").fill_null("no training rows of this metric"),
+    )
 
 
-def _fitted_time(row: dict[str, Any], fit: dict[str, Any]) -> float | None:
-    """overhead x steps + mem / eff_bandwidth + cmp / eff_compute + comm (core.evidence.calibration.design_of's terms)."""
-    eff_c = fit["eff_compute"] if fit["eff_compute"] is not None and math.isfinite(fit["eff_compute"]) else 1.0
-    parts = (row["x_steps"], row["x_mem"], row["x_cmp"], row["x_comm"])
-    if any(p is None or not math.isfinite(p) for p in parts):
-        return None
-    return float(fit["overhead_s"] * row["x_steps"] + row["x_mem"] / fit["eff_bandwidth"] + row["x_cmp"] / eff_c + row["x_comm"])
-
-
-def _rate_in_unit(row: dict[str, Any], seconds: float) -> float:
-    """A fitted time (of what the row's y counts: a decode step, a prompt, a whole serving run) as the row's metric."""
-    b, out, prompt = float(row["batch"]), float(row["output_tokens"]), float(max(row["input_tokens"], 1))
-    tokens_per_s = b / seconds if row["phase"] == "decode" else prompt / seconds if row["phase"] == "prefill" else b * out / seconds
-    metric = row["metric"]
-    if metric == "output_tokens_per_s_per_user":
-        return tokens_per_s / b
-    if metric in ("tpot", "itl"):
-        return b / tokens_per_s
-    if metric == "ttft":
-        return prompt / tokens_per_s
-    return tokens_per_s
+def _rate_of(seconds: pl.Expr) -> pl.Expr:
+    """A fitted time of what a row's y counts (a decode step, a prompt, a whole serving run: design_of) as tokens/s."""
+    b, out = pl.col("batch").cast(pl.Float64), pl.col("output_tokens").cast(pl.Float64)
+    prompt = pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).cast(pl.Float64)
+    phase = pl.col("phase")
+    return pl.when(phase == "decode").then(b / seconds).when(phase == "prefill").then(prompt / seconds).otherwise(b * out / seconds)
 
 
 #: the groups a median ratio is taken over, most specific first (each within one metric): the first with training rows predicts
@@ -201,26 +227,6 @@ LEVELS: tuple[tuple[str, ...], ...] = (
     ("family",),
     (),
 )
-
-
-def _median_ratios(train: pl.DataFrame) -> dict[tuple[str, ...], tuple[float, int]]:
-    """(level columns..., their values..., metric) -> (median ratio, rows) of the training rows."""
-    out: dict[tuple[str, ...], tuple[float, int]] = {}
-    if not train.height:
-        return out
-    for level in LEVELS:
-        for row in train.group_by(*level, "metric").agg(pl.col("ratio").median().alias("m"), pl.len().alias("n")).iter_rows(named=True):
-            out[(*level, *(str(row[c]) for c in level), str(row["metric"]))] = (float(row["m"]), int(row["n"]))
-    return out
-
-
-def _median_factor(medians: dict[tuple[str, ...], tuple[float, int]], row: dict[str, Any]) -> tuple[float | None, str]:
-    for level in LEVELS:
-        hit = medians.get((*level, *(str(row[c]) for c in level), str(row["metric"])))
-        if hit is not None and hit[0] > 0:
-            what = ", ".join(f"{c} {row[c]}" for c in level) or "every accelerator and framework"
-            return hit[0], f"ceiling x {hit[0]:.2f}, the median ratio of {hit[1]} {row['metric']} rows ({what}) from other sources"
-    return None, "no training rows of this metric"
 
 
 def _figures(frame: pl.DataFrame) -> list[pl.Expr]:

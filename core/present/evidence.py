@@ -9,7 +9,7 @@ import polars as pl
 
 from core.catalogue.catalogue import Catalogue
 from core.evidence.compare import ABOVE_CEILING
-from core.evidence.reference import Evidence, evidence_for, reference_compare
+from core.evidence.reference import reference_compare
 from core.evidence.scorecard import HEADLINE, Scorecard
 
 #: the filters of the published view: widget -> column
@@ -63,7 +63,10 @@ def reference_display(rows: pl.DataFrame) -> pl.DataFrame:
         pl.col("kv").alias("KV cache"),
         pl.col("framework").alias("Framework"),
         pl.col("framework_version").alias("Version"),
-        pl.col("batch_printed").alias("Batch / concurrency"),
+        pl.when(pl.col("batch_printed").is_null())
+        .then(pl.lit("not printed (max load)"))
+        .otherwise(pl.col("batch_printed").cast(pl.String))
+        .alias("Batch / concurrency"),
         pl.col("batch_kind").alias("Batch kind"),
         pl.col("input_tokens").alias("Input (tokens)"),
         pl.col("output_tokens").alias("Output (tokens)"),
@@ -122,26 +125,22 @@ def headline_sentence(card: Scorecard) -> str:
     )
 
 
-def evidence(cat: Catalogue, gpu: str, model: str) -> Evidence:
-    """The published measurements beside a scenario (core.evidence.reference.evidence_for)."""
-    return evidence_for(cat, gpu, model)
-
-
 def evidence_display(rows: pl.DataFrame) -> pl.DataFrame:
-    """The few rows shown beside a scenario: what, the published value, the share of its ceiling, the source."""
+    """The few rows shown beside a scenario: the published table's columns that say what, how much, how close, and where."""
     if not rows.height:
         return pl.DataFrame()
-    return rows.select(
-        pl.col("gpu_name").alias("Accelerator"),
-        pl.col("num_gpus").alias("GPUs"),
-        pl.col("model_name").alias("Model"),
-        pl.col("weights").alias("Weights"),
-        pl.col("framework").alias("Framework"),
-        pl.col("batch").alias("Batch"),
-        pl.format("{} / {}", "input_tokens", "output_tokens").alias("In / out (tokens)"),
-        pl.col("metric").alias("Metric"),
-        pl.col("value").alias("Published value"),
-        pl.col("unit").alias("Unit"),
-        pl.col("ratio").alias("Share of ceiling"),
-        pl.col("source_url").alias("Source"),
+    return reference_display(rows).select(  # what was reached and where it is printed first: the rest reads as detail
+        "Accelerator",
+        "Model",
+        "Metric",
+        "Published value",
+        "Unit",
+        "Share of ceiling",
+        "Source",
+        "GPUs",
+        "Weights",
+        "Framework",
+        "Batch / concurrency",
+        "Input (tokens)",
+        "Output (tokens)",
     )

@@ -7,7 +7,8 @@ import math
 import altair as alt
 import polars as pl
 
-from core.catalogue.reference import METRICS, TIME_METRICS
+from core.catalogue.reference import METRICS
+from core.evidence.reference import unit_of
 from core.present.charts import positive
 
 FAMILY_COLOURS = alt.Scale(
@@ -15,12 +16,6 @@ FAMILY_COLOURS = alt.Scale(
     range=["#2f855a", "#68d391", "#0d9488", "#c53030", "#2b6cb0", "#d69e2e", "#718096", "#975a16"],
 )
 STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cross"])
-
-
-def _unit(metric: str) -> str:
-    if metric in TIME_METRICS:
-        return "s"
-    return "tokens/s per user" if metric == "output_tokens_per_s_per_user" else "tokens/s"
 
 
 def ratio_chart(rows: pl.DataFrame, *, by: str = "framework", title: str = "", width: int = 760) -> alt.LayerChart | alt.FacetChart:
@@ -96,7 +91,7 @@ def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width:
     Filled dots: the calibrated prediction (held out: fitted on the other sources);
     hollow: the datasheet ceiling. Points on the line are predicted exactly.
     """
-    unit = _unit(metric)
+    unit = unit_of(metric)
     sub = rows.filter(pl.col("metric") == metric)
     if unit == "s":  # times read in milliseconds ("10 ms", not "10m")
         unit = "ms"

@@ -10,10 +10,10 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.precisions import COMPUTE_FORMATS
 from core.catalogue.precisions import FORMATS as PRECISIONS
 from core.evidence.formats import CANONICAL
-from core.evidence.formats.generic import MissingColumnsError, header_of, missing_columns, one_row_csv
+from core.evidence.formats.generic import one_row_csv
 from core.evidence.formats.registry import BY_NAME as FORMATS
-from core.evidence.formats.registry import TEXT_HEAD, UPLOAD_TYPES, detect_csv, detect_text, format_help
-from core.evidence.importers import ImportContext, ImportFileError, delete_dataset, import_file, rename_dataset
+from core.evidence.formats.registry import UPLOAD_TYPES, format_help
+from core.evidence.importers import ImportContext, ImportFileError, columns_to_map, delete_dataset, import_file, rename_dataset
 from core.present.text import escape_markdown
 from core.store import SessionStore, Store, StoreError
 
@@ -129,7 +129,7 @@ def _mapping_step(up: Any, fmt: str, given: frozenset[str]) -> dict[str, str] | 
     tokens/s), the closest name proposed; nothing is imported until the Import button confirms the mapping.
     A column typed in the fields above (batch, input, output tokens) is not asked for.
     """
-    missing = _missing_now(up, fmt, given)
+    missing = None if up is None else columns_to_map(up.getvalue(), None if fmt == "auto" else fmt, given)
     if missing is None or not missing.missing:
         return None
     st.markdown("**Map the columns** this file names differently (nothing is imported until you press Import):")
@@ -150,22 +150,6 @@ def _mapping_step(up: Any, fmt: str, given: frozenset[str]) -> dict[str, str] | 
         )
     assert all(k in CANONICAL for k in out)
     return {k: v for k, v in out.items() if v}
-
-
-def _missing_now(up: Any, fmt: str, given: frozenset[str]) -> MissingColumnsError | None:
-    """The generic CSV's missing required columns for the uploaded file (None: not such a file)."""
-    if up is None:
-        return None
-    data = up.getvalue()
-    if data.lstrip()[:1] in (b"{", b"[") or fmt not in ("auto", "generic-csv"):
-        return None
-    try:
-        text = data[:TEXT_HEAD].decode("utf-8-sig", errors="replace")
-        if fmt == "auto" and (detect_text(text) is not None or detect_csv(header_of(data)).name != "generic-csv"):
-            return None
-        return missing_columns(data, given)
-    except (UnicodeDecodeError, ValueError):
-        return None
 
 
 def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> None:

@@ -9,7 +9,9 @@ from typing import Any
 import polars as pl
 import streamlit as st
 
+from core.evidence.reference import evidence_for
 from core.present.charts import export_chart
+from core.present.evidence import evidence_display
 from core.present.tables import csv_safe
 from core.present.text import escape_markdown
 
@@ -97,11 +99,9 @@ def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> No
     accelerator, else the nearest: same accelerator and another model size, else the same model
     elsewhere) and the rows behind it in an expander, every value linked to the page it is printed in.
     """
-    from core.present.evidence import evidence, evidence_display
-
     shown = []
     for gpu in dict.fromkeys(gpus):
-        ev = evidence(cat, gpu, model)
+        ev = evidence_for(cat, gpu, model)
         st.caption(f":material/fact_check: {escape_markdown(ev.sentence)}")
         if ev.rows.height:
             shown.append(ev.rows)

@@ -261,3 +261,18 @@ def test_a_csv_ending_in_blank_lines_reads_the_same_rows(store, name, rows, endi
     assert clean.height == rows
     padded = parse_file(store, data.rstrip(b"\r\n") + ending, name, context=CTX if name != "generic.csv" else None).rows
     assert padded.equals(clean)
+
+
+def test_the_mapping_step_is_asked_for_before_any_import_and_offers_only_fitting_columns():
+    from core.evidence.importers import columns_to_map
+
+    odd = b"accelerator,model,concurrency,notes,prompt,gen_len,tok_s\nh100-sxm,llama-3.1-8b,8,first run,512,128,1000.5\n"
+    missing = columns_to_map(odd)
+    assert missing is not None and missing.missing == ["input_tokens", "output_tokens", "tokens_per_s"]
+    # text and the accelerator's name are never offered for a count; concurrency is already read as the batch
+    assert set(missing.candidates["input_tokens"]) == {"prompt", "gen_len"} and missing.suggested["tokens_per_s"] == "tok_s"
+    assert columns_to_map(odd, given=frozenset({"input_tokens", "output_tokens"})).missing == ["tokens_per_s"]
+    # files routed to another reader are never asked about
+    assert columns_to_map((FIXTURES / "llama_bench_md.md").read_bytes()) is None
+    assert columns_to_map((FIXTURES / "vllm_serve.json").read_bytes()) is None
+    assert columns_to_map((FIXTURES / "generic.csv").read_bytes()) is None
