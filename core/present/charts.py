@@ -7,6 +7,7 @@ Values <= 0 are filtered before they reach a log scale (one would blank it).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Any
@@ -15,6 +16,7 @@ import altair as alt
 import polars as pl
 
 from core.model.roofline import roof_lines
+from core.present.label_layout import Label, Plot, leader, place
 
 # Charts become Vega-Lite specs here (memoised by the pages, exported as PNG/SVG), not
 # through st.altair_chart, so Altair's notebook guard of 5,000 rows per dataset would
@@ -60,6 +62,30 @@ POINT_SHAPES = alt.Scale(
 #: Roof kinds on the roofline and their dashes: the datasheet solid, the derated and the probe-measured dashed.
 ROOF_DASHES = {"datasheet": [1, 0], "derated": [6, 4], "measured": [2, 3]}
 
+#: A Vega expression true on a whole power of ten (a log axis labels only those).
+_DECADE = "abs(log(datum.value) / LN10 - round(log(datum.value) / LN10)) < 1e-6"
+
+
+def log_axis(title: str, *, prefixed: bool = False, decades: bool = True, **options: Any) -> alt.Axis:
+    """A log axis labelled as people write numbers: 0.01, 0.1, 1, 10, 100, 1k, 10k, 1M (`prefixed` False), or with
+    an SI prefix after a space, 1 G, 10 G, 1 T, 1 P, the unit in `title` (e.g. "(FLOP/s)"). `decades`: label only
+    whole powers of ten (False for a base-2 axis: 1, 2, 4, ... 1,024). Every log axis in this module is made here."""
+    if prefixed:
+        text = "replace(format(datum.value, '~s'), regexp('([kMGTPEZY])$'), ' $1')"
+    else:
+        text = "datum.value >= 10000 ? format(datum.value, '~s') : format(datum.value, ',~g')"
+    return alt.Axis(title=title, labelExpr=f"{_DECADE} ? {text} : ''" if decades else text, **options)
+
+
+#: The roofline's point labels (the points the shape legend does not name alone) and its marks' sizes (area, px²).
+LABELLED_POINTS = ("decode matmul", "decode attention", "prefill matmul")
+POINT_SIZE, RIDGE_SIZE, PATH_SIZE, PRODUCT_SIZE = 180, 60, 36, 70
+LABEL_FONT, RIDGE_FONT = 11.0, 12.0
+#: How far (px) a ridge's or a path end's label may sit from its dot; a point's may go farther, with a leader line.
+NEAR = 14.0
+#: The most the y axis (labels and title) takes of the chart's width, px.
+Y_AXIS_PX = 72
+
 
 def roofline_chart(
     roofs: pl.DataFrame,
@@ -70,51 +96,84 @@ def roofline_chart(
     width: int = 760,
     height: int = 440,
     products: pl.DataFrame | None = None,
+    batch: int | None = None,
 ) -> alt.LayerChart:
-    """Log-log roofline: roofs per accelerator and precision, ridges labelled, operating points.
+    """Log-log roofline: roofs per accelerator and precision, ridges, operating points, their paths over the batch.
 
     `roofs` comes from core.model.roofline.roof_lines, `points` and `paths` from
     core.model.roofline.operating_points (points: one batch; paths: every batch);
     `products`, the probe's timed matmuls (core.present.figures.probe_products),
-    are drawn as hollow squares where they reached.
+    are drawn as hollow squares where they reached. `batch`, when the points are
+    of one batch, is written in the plot's corner.
+
+    Every ridge is named in the roofs' legend ("… · ridge 295 FLOP/byte"); text
+    labels on the plot (points, ridges, the paths' ends) are placed by
+    core.present.label_layout so that none overlaps another, a marker or a line
+    at `width` x `height` or wider; one with no clear place is left to the legend.
+    The spec holds no figure of the batch: only its datasets change with it, so a
+    page redrawing it for another batch updates the data of the chart in place.
     """
-    layout, datasets = _roofline_parts(roofs, points, paths)
-    chart = _roofline_layers(*layout, width=width, height=height)
-    if products is not None and products.height:
-        datasets["products"] = positive(products, "intensity", "attainable_flops").to_dicts()
-        x_dom, y_dom = layout[0], layout[1]
-        x = alt.X("intensity", type="quantitative", scale=alt.Scale(type="log", domain=list(x_dom)))
-        y = alt.Y("attainable_flops", type="quantitative", scale=alt.Scale(type="log", domain=list(y_dom)))
-        chart.layer.append(
-            alt.Chart(alt.NamedData(name="products"))
-            .mark_point(shape="square", filled=False, size=70, strokeWidth=1.5, color="#333333", clip=True)
-            .encode(
-                x=x,
-                y=y,
-                tooltip=[
-                    alt.Tooltip("series", type="nominal", title="Probe"),
-                    alt.Tooltip("shape", type="nominal", title="Product"),
-                    alt.Tooltip("m", type="quantitative", title="m (rows)"),
-                    alt.Tooltip("n", type="quantitative", title="n"),
-                    alt.Tooltip("k", type="quantitative", title="k"),
-                    alt.Tooltip("intensity", type="quantitative", format=",.1f", title="Intensity (FLOP/byte)"),
-                    alt.Tooltip("attainable_flops", type="quantitative", format=".3s", title="Reached (FLOP/s)"),
-                ],
-            )
-        )
+    layout, datasets = _roofline_parts(roofs, points, paths, products, width=width, height=height, batch=batch)
+    chart = _roofline_layers(*layout, width=width, height=height, products="products" in datasets, batch=batch is not None)
     return chart.properties(title=title, datasets=datasets)
+
+
+def roofline_spec(
+    roofs: pl.DataFrame,
+    points: pl.DataFrame,
+    paths: pl.DataFrame | None = None,
+    *,
+    title: str = "",
+    width: int = 760,
+    height: int = 440,
+    products: pl.DataFrame | None = None,
+    batch: int | None = None,
+) -> dict[str, Any]:
+    """roofline_chart's Vega-Lite spec, the same dict as `roofline_chart(...).to_dict(validate=False)`, made quicker:
+    the layers depend only on the domains, the roof kinds and which datasets there are, so they are built once
+    for each of those and only the datasets are new."""
+    layout, datasets = _roofline_parts(roofs, points, paths, products, width=width, height=height, batch=batch)
+    base = json.loads(_roofline_base(*layout, width, height, "products" in datasets, batch is not None))
+    return {**base, "title": title, "datasets": datasets}
+
+
+@functools.lru_cache(maxsize=128)
+def _roofline_base(
+    x_dom: tuple[float, float],
+    y_dom: tuple[float, float],
+    kinds: tuple[str, ...],
+    has_paths: bool,
+    width: int,
+    height: int,
+    products: bool,
+    batch: bool,
+) -> str:
+    layers = _roofline_layers(x_dom, y_dom, kinds, has_paths, width=width, height=height, products=products, batch=batch)
+    return json.dumps(layers.to_dict(validate=False))
 
 
 ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch")
 
+Layout = tuple[tuple[float, float], tuple[float, float], tuple[str, ...], bool]
+
 
 def _roofline_parts(
-    roofs: pl.DataFrame, points: pl.DataFrame, paths: pl.DataFrame | None
-) -> tuple[tuple[tuple[float, float], tuple[float, float], tuple[str, ...], bool], dict[str, list[dict[str, Any]]]]:
-    """(domains, roof kinds, has paths) and the named datasets of a roofline chart."""
+    roofs: pl.DataFrame,
+    points: pl.DataFrame,
+    paths: pl.DataFrame | None,
+    products: pl.DataFrame | None = None,
+    *,
+    width: int = 760,
+    height: int = 440,
+    batch: int | None = None,
+) -> tuple[Layout, dict[str, list[dict[str, Any]]]]:
+    """(domains, roof kinds, has paths) and the named datasets of a roofline chart, its text labels placed."""
     # only the columns the encodings read travel into the spec
     roofs = positive(roofs, "intensity", "attainable_flops").select(
         "series", "roof", "point", "intensity", "attainable_flops", "ridge", "peak_flops", "bandwidth_bytes_per_s"
+    )
+    roofs = roofs.with_columns(
+        pl.format("{} · ridge {} FLOP/byte", "series", pl.col("ridge").map_elements(_count, return_dtype=pl.String)).alias("legend")
     )
     points = positive(points, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS)
     x_dom = _decades([roofs["intensity"], points["intensity"]], pad=3.0)
@@ -124,46 +183,154 @@ def _roofline_parts(
         pl.format(
             "{}ridge {}",
             pl.when(pl.col("roof") == "datasheet").then(pl.lit("")).otherwise(pl.col("roof") + pl.lit(" ")),
-            pl.col("ridge").round(0).cast(pl.Int64),
+            pl.col("ridge").map_elements(_count, return_dtype=pl.String),
         ).alias("label")
     )
-    labelled = points.filter(pl.col("point").is_in(["decode matmul", "decode attention", "prefill matmul"]))
+    # a batch path is drawn where it moves: the decode points (prefill's are the same at every batch)
+    path_rows = (
+        positive(paths, "intensity", "attainable_flops").filter(~pl.col("point").str.starts_with("prefill")).select(ROOF_POINT_COLUMNS)
+        if paths is not None
+        else points.head(0)
+    )
+    shown_products = positive(products, "intensity", "attainable_flops") if products is not None else None
+    plot_width = width - Y_AXIS_PX  # the chart's width holds the y axis (autosize fit-x)
+    labels = roofline_labels(roofs, ridges, points, path_rows, shown_products, x_dom=x_dom, y_dom=y_dom, width=plot_width, height=height)
     # named datasets as plain rows: Altair neither converts nor hashes them (a rerun stays quick)
-    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts(), "points": points.to_dicts(), "labels": labelled.to_dicts()}
-    has_paths = paths is not None and paths.height > 0
-    if paths is not None and has_paths:
-        datasets["paths"] = positive(paths, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS).to_dicts()
-    return (x_dom, y_dom, kinds, has_paths), datasets
+    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts(), "points": points.to_dicts(), "labels": labels.to_dicts()}
+    if path_rows.height:
+        datasets["paths"] = path_rows.to_dicts()
+    if shown_products is not None and shown_products.height:
+        datasets["products"] = shown_products.to_dicts()
+    if batch is not None:
+        datasets["batch"] = [{"text": f"batch {_count(batch)}"}]
+    return (x_dom, y_dom, kinds, path_rows.height > 0), datasets
+
+
+def _count(value: float) -> str:
+    """A ridge or a batch as people write it: 295, 1,134."""
+    return f"{value:,.0f}"
+
+
+def _radius(area: float) -> float:
+    """The radius in px of a point mark of `area` px² (Vega's size)."""
+    return math.sqrt(area) / 2 + 1.0
+
+
+def roofline_labels(
+    roofs: pl.DataFrame,
+    ridges: pl.DataFrame,
+    points: pl.DataFrame,
+    paths: pl.DataFrame,
+    products: pl.DataFrame | None,
+    *,
+    x_dom: tuple[float, float],
+    y_dom: tuple[float, float],
+    width: float,
+    height: float,
+) -> pl.DataFrame:
+    """The roofline's text labels placed clear of one another, of every marker and of every line (core.present.label_layout).
+
+    In order of priority: the labelled operating points, the datasheet ridges, the other ridges, the ends of the
+    decode matmul's batch path. Columns: text, kind ("point", "ridge", "other ridge", "path"), size (font px), bold,
+    intensity and attainable_flops (the label's centre), anchor_intensity and anchor_flops (what it names). Labels
+    with no clear place are absent (the legend names every ridge).
+    """
+    wanted: list[tuple[str, Label]] = []
+    for row in points.filter(pl.col("point").is_in(LABELLED_POINTS)).sort("point").iter_rows(named=True):
+        wanted.append(("point", Label(row["point"], row["intensity"], row["attainable_flops"], LABEL_FONT, False, _radius(POINT_SIZE))))
+    for kind, sub in (
+        ("ridge", ridges.filter(pl.col("roof") == "datasheet")),
+        ("other ridge", ridges.filter(pl.col("roof") != "datasheet")),
+    ):
+        for row in sub.sort("ridge", "series").iter_rows(named=True):
+            bold = kind == "ridge"
+            font = RIDGE_FONT if bold else LABEL_FONT
+            # near its dot or not at all: the legend names every ridge
+            wanted.append((kind, Label(row["label"], row["intensity"], row["attainable_flops"], font, bold, _radius(RIDGE_SIZE), NEAR)))
+    matmul = paths.filter(pl.col("point") == "decode matmul").sort("batch")
+    if matmul.height > 1:
+        for row in (matmul.row(0, named=True), matmul.row(-1, named=True)):
+            text = f"batch {_count(row['batch'])}"
+            wanted.append(("path", Label(text, row["intensity"], row["attainable_flops"], 10.0, False, _radius(PATH_SIZE), NEAR)))
+    markers = [(x, y, _radius(POINT_SIZE)) for x, y in points.select("intensity", "attainable_flops").iter_rows()]
+    markers += [(x, y, _radius(RIDGE_SIZE)) for x, y in ridges.select("intensity", "attainable_flops").iter_rows()]
+    markers += [(x, y, _radius(PATH_SIZE)) for x, y in paths.select("intensity", "attainable_flops").iter_rows()]
+    if products is not None:
+        markers += [(x, y, _radius(PRODUCT_SIZE)) for x, y in products.select("intensity", "attainable_flops").iter_rows()]
+    lines = [
+        list(g.sort("intensity").select("intensity", "attainable_flops").iter_rows())
+        for _, g in roofs.group_by("series", maintain_order=True)
+    ]
+    lines += [
+        list(g.sort("batch").select("intensity", "attainable_flops").iter_rows()) for _, g in paths.group_by("point", maintain_order=True)
+    ]
+    plot = Plot(x_dom, y_dom, float(width), float(height))
+    spots = place([lb for _, lb in wanted], plot, markers=markers, lines=lines)
+    rows: list[dict[str, Any]] = []
+    for (kind, lb), spot in zip(wanted, spots, strict=True):
+        if spot is None:
+            continue
+        line = leader(lb, spot, plot)
+        (lx, ly), (lx2, ly2) = line if line is not None else ((None, None), (None, None))
+        rows.append(
+            {
+                "text": lb.text,
+                "kind": kind,
+                "size": lb.font_size,
+                "bold": lb.bold,
+                "intensity": spot[0],
+                "attainable_flops": spot[1],
+                "anchor_intensity": lb.x,
+                "anchor_flops": lb.y,
+                "leader_x": lx,
+                "leader_y": ly,
+                "leader_x2": lx2,
+                "leader_y2": ly2,
+            }
+        )
+    schema = {"text": pl.String, "kind": pl.String, "size": pl.Float64, "bold": pl.Boolean}
+    schema |= {c: pl.Float64 for c in ("intensity", "attainable_flops", "anchor_intensity", "anchor_flops")}
+    schema |= {c: pl.Float64 for c in ("leader_x", "leader_y", "leader_x2", "leader_y2")}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def _roofline_layers(
-    x_dom: tuple[float, float], y_dom: tuple[float, float], kinds: tuple[str, ...], has_paths: bool, *, width: int, height: int
+    x_dom: tuple[float, float],
+    y_dom: tuple[float, float],
+    kinds: tuple[str, ...],
+    has_paths: bool,
+    *,
+    width: int,
+    height: int,
+    products: bool = False,
+    batch: bool = False,
 ) -> alt.LayerChart:
     x = alt.X(
         "intensity",
         type="quantitative",
         scale=alt.Scale(type="log", domain=list(x_dom)),
-        axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)"),
+        axis=log_axis("Arithmetic intensity (FLOP/byte)"),
     )
     y = alt.Y(
         "attainable_flops",
         type="quantitative",
         scale=alt.Scale(type="log", domain=list(y_dom)),
-        axis=alt.Axis(format=SI_FORMAT, title="Attainable performance (FLOP/s)"),
+        axis=log_axis("Attainable performance (FLOP/s)", prefixed=True),
     )
     series = alt.Color(
-        "series",
+        "legend",
         type="nominal",
-        title="Roof",
+        title="Roof (its ridge)",
         scale=alt.Scale(range=ROOF_COLOURS),
-        legend=alt.Legend(orient="bottom", columns=2, labelLimit=320),
+        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=420),
     )
+    below = alt.Legend(orient="bottom", direction="vertical")
     dash = alt.StrokeDash(
         "roof",
         type="nominal",
         title="Roof kind",
         scale=alt.Scale(domain=list(kinds), range=[ROOF_DASHES[k] for k in kinds]),
-        legend=alt.Legend() if len(kinds) > 1 else None,
+        legend=alt.Legend(orient="bottom", direction="vertical") if len(kinds) > 1 else None,
     )
     roof_layer = (
         alt.Chart(alt.NamedData(name="roofs"))
@@ -184,7 +351,7 @@ def _roofline_layers(
     )
     ridge_dots = (
         alt.Chart(alt.NamedData(name="ridges"))
-        .mark_point(filled=True, size=60, color="black")
+        .mark_point(filled=True, size=RIDGE_SIZE, color="black")
         .encode(
             x=x,
             y=y,
@@ -193,19 +360,6 @@ def _roofline_layers(
                 alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
             ],
         )
-    )
-    ridge_text = (
-        alt.Chart(alt.NamedData(name="ridges"))
-        .transform_filter(alt.datum.roof == "datasheet")
-        .mark_text(align="left", dx=6, dy=12, fontSize=12, fontWeight="bold")
-        .encode(x=x, y=y, text=alt.Text("label", type="nominal"))
-    )
-    # a derated or measured ridge sits at or near the datasheet's: its label goes one line lower, naming its kind
-    other_ridge_text = (
-        alt.Chart(alt.NamedData(name="ridges"))
-        .transform_filter(alt.datum.roof != "datasheet")
-        .mark_text(align="left", dx=6, dy=27, fontSize=11, fontStyle="italic")
-        .encode(x=x, y=y, text=alt.Text("label", type="nominal"))
     )
     tips = [
         alt.Tooltip("point", type="nominal", title="Operating point"),
@@ -217,113 +371,85 @@ def _roofline_layers(
         alt.Tooltip("ridge_batch", type="quantitative", title="Decode batch to reach the ridge"),
     ]
     layers: list[alt.Chart] = [roof_layer]
-    if has_paths:
+    if has_paths:  # above the roof it runs along: a dark line, a white dot at each batch of the sweep
         layers.append(
             alt.Chart(alt.NamedData(name="paths"))
-            .mark_line(strokeWidth=1, opacity=0.45, color="grey", point=alt.OverlayMarkDef(size=12, color="grey"))
+            .mark_line(
+                strokeWidth=1.5,
+                color="#334155",
+                point=alt.OverlayMarkDef(size=PATH_SIZE, filled=True, fill="white", stroke="#334155", strokeWidth=1.2),
+            )
             .encode(x=x, y=y, detail=alt.Detail("point", type="nominal"), order=alt.Order("batch", type="quantitative"), tooltip=tips)
         )
-    layers += [ridge_dots, ridge_text, other_ridge_text]
+    layers.append(ridge_dots)
+    if products:
+        layers.append(
+            alt.Chart(alt.NamedData(name="products"))
+            .mark_point(shape="square", filled=False, size=PRODUCT_SIZE, strokeWidth=1.5, color="#333333", clip=True)
+            .encode(
+                x=x,
+                y=y,
+                tooltip=[
+                    alt.Tooltip("series", type="nominal", title="Probe"),
+                    alt.Tooltip("shape", type="nominal", title="Product"),
+                    alt.Tooltip("m", type="quantitative", title="m (rows)"),
+                    alt.Tooltip("n", type="quantitative", title="n"),
+                    alt.Tooltip("k", type="quantitative", title="k"),
+                    alt.Tooltip("intensity", type="quantitative", format=",.1f", title="Intensity (FLOP/byte)"),
+                    alt.Tooltip("attainable_flops", type="quantitative", format=".3s", title="Reached (FLOP/s)"),
+                ],
+            )
+        )
     layers.append(
         alt.Chart(alt.NamedData(name="points"))
-        .mark_point(filled=True, size=180, stroke="black", strokeWidth=1)
+        .mark_point(filled=True, size=POINT_SIZE, stroke="black", strokeWidth=1)
         .encode(
             x=x,
             y=y,
-            shape=alt.Shape("point", type="nominal", scale=POINT_SHAPES, title="Operating point"),
-            fill=alt.Fill("bound", type="nominal", scale=BOUND_SCALE, title="Bound"),
+            shape=alt.Shape("point", type="nominal", scale=POINT_SHAPES, title="Operating point", legend=below),
+            fill=alt.Fill("bound", type="nominal", scale=BOUND_SCALE, title="Bound", legend=below),
             tooltip=tips,
         )
     )
+    # the labels, each at the place core.present.label_layout found for it; a far one with a leader line to its point
     layers.append(
         alt.Chart(alt.NamedData(name="labels"))
-        .mark_text(align="right", dx=-10, dy=-8, fontSize=11)
-        .encode(x=x, y=y, text=alt.Text("point", type="nominal"))
+        .transform_filter("isValid(datum.leader_x)")
+        .mark_rule(color="#64748b", strokeWidth=1)
+        .encode(
+            x=alt.X("leader_x", type="quantitative", scale=alt.Scale(type="log", domain=list(x_dom))),
+            y=alt.Y("leader_y", type="quantitative", scale=alt.Scale(type="log", domain=list(y_dom))),
+            x2=alt.X2("leader_x2"),
+            y2=alt.Y2("leader_y2"),
+        )
     )
+    for kind, style in (
+        ("point", {"fontSize": LABEL_FONT}),
+        ("ridge", {"fontSize": RIDGE_FONT, "fontWeight": "bold"}),
+        ("other ridge", {"fontSize": LABEL_FONT, "fontStyle": "italic"}),
+        ("path", {"fontSize": 10.0, "color": "#334155"}),
+    ):
+        layers.append(
+            alt.Chart(alt.NamedData(name="labels"))
+            .transform_filter(alt.datum.kind == kind)
+            .mark_text(align="center", baseline="middle", **style)  # type: ignore[arg-type]
+            .encode(x=x, y=y, text=alt.Text("text", type="nominal"))
+        )
+    if batch:  # the batch shown, in the plot's top left corner
+        layers.append(
+            alt.Chart(alt.NamedData(name="batch"))
+            .mark_text(align="left", baseline="top", fontSize=15, fontWeight="bold", color="#334155")
+            .encode(x=alt.value(8), y=alt.value(8), text=alt.Text("text", type="nominal"))
+        )
+    # the plot keeps its height; stretched to its column (Streamlit's width="stretch") only its width follows,
+    # the legends below it; label places hold at `width` or wider (core.present.label_layout)
     return alt.LayerChart(
         layer=layers,
         resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")),
         width=width,
         height=height,
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
-
-
-def ridge_bars(ridges: pl.DataFrame, decode_intensity: float, *, title: str = "", width: int = 600) -> alt.LayerChart | alt.FacetChart:
-    """One bar per accelerator (its ridge), a rule at the decode matmul intensity.
-
-    Bars whose ridge lies left of the rule (batch large enough) are compute-bound.
-    `ridges` needs columns name, ridge, bound, ridge_batch, precision.
-    """
-    data = positive(ridges, "ridge")
-    order = data.sort("ridge")["name"].to_list()
-    height = max(220, 24 * len(order))
-    lo, hi = _log_domain([data["ridge"], pl.Series([float(decode_intensity)])], pad=2.0)
-    x = alt.X(
-        "ridge",
-        type="quantitative",
-        scale=alt.Scale(type="log", domain=[lo, hi]),
-        axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"),
-    )
-    bars = (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            x=x,
-            x2=alt.datum(lo),
-            y=alt.Y("name", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-            color=alt.Color("bound", type="nominal", scale=BOUND_SCALE, title="Decode matmul at this batch"),
-            tooltip=[
-                alt.Tooltip("name", type="nominal", title="Accelerator"),
-                alt.Tooltip("precision", type="nominal"),
-                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
-                alt.Tooltip("ridge_batch", type="quantitative", format=",", title="Batch needed to become compute-bound"),
-                alt.Tooltip("peak_flops", type="quantitative", format=".3s", title="Peak (FLOP/s)"),
-                alt.Tooltip("bandwidth_bytes_per_s", type="quantitative", format=".3s", title="Bandwidth (B/s)"),
-            ],
-        )
-    )
-    rule_df = pl.DataFrame({"ridge": [decode_intensity], "label": [f"decode matmul ≈ {decode_intensity:,.0f} FLOP/byte"]})
-    rule = alt.Chart(rule_df).mark_rule(color="black", strokeWidth=2, strokeDash=[4, 3]).encode(x=alt.X("ridge", type="quantitative"))
-    text = (
-        alt.Chart(rule_df)
-        .mark_text(align="left", dx=5, dy=8, fontWeight="bold")
-        .encode(x=alt.X("ridge", type="quantitative"), y=alt.value(0), text=alt.Text("label", type="nominal"))
-    )
-    # autosize pad: `width` is the plot's, labels and legend come on top (Streamlit would fit the whole)
-    chart: alt.LayerChart | alt.FacetChart = alt.LayerChart(
-        layer=[bars, rule, text], title=title, width=width, height=height, autosize=alt.AutoSizeParams(type="pad")
-    )
-    return chart
-
-
-def ridge_groups(ridges: pl.DataFrame, *, title: str = "", width: int = 600) -> alt.Chart:
-    """Ridge points grouped by precision for each accelerator (absent where unsupported)."""
-    data = positive(ridges, "ridge")
-    order = data.group_by("name").agg(pl.col("ridge").max()).sort("ridge")["name"].to_list()
-    lo, hi = _log_domain([data["ridge"]], pad=2.0)
-    chart: alt.Chart = (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            x=alt.X(
-                "ridge",
-                type="quantitative",
-                scale=alt.Scale(type="log", domain=[lo, hi]),
-                axis=alt.Axis(format=SI_FORMAT, title="Ridge point (FLOP/byte), log scale"),
-            ),
-            x2=alt.datum(lo),
-            y=alt.Y("name", type="nominal", sort=order, title=None, axis=alt.Axis(labelLimit=260)),
-            yOffset=alt.YOffset("precision", type="nominal"),
-            color=alt.Color("precision", type="nominal", title="Precision"),
-            tooltip=[
-                alt.Tooltip("name", type="nominal", title="Accelerator"),
-                alt.Tooltip("precision", type="nominal"),
-                alt.Tooltip("ridge", type="quantitative", format=",.0f", title="Ridge (FLOP/byte)"),
-            ],
-        )
-        .properties(title=title, width=width, height=max(260, 34 * len(order)), autosize=alt.AutoSizeParams(type="pad"))
-    )
-    return chart
 
 
 def _decades(series: list[pl.Series], pad: float) -> tuple[float, float]:
@@ -344,6 +470,16 @@ def _log_domain(series: list[pl.Series], pad: float) -> list[float]:
 #: Measured points: ok ones filled, those above their ceiling drawn as red crosses, never as normal points.
 STATUS_SCALE = alt.Scale(domain=["ok", "above ceiling"], range=["#2f855a", "#c53030"])
 STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cross"])
+ABOVE_COLOUR = "#c53030"
+#: Accelerators (or setups) on the measured charts, one colour each: neither blue nor orange (memory- and
+#: compute-bound) nor the red of a point above its ceiling.
+ACCELERATOR_COLOURS = [c for c in ROOF_COLOURS if c != ABOVE_COLOUR] + ["#0891b2", "#65a30d", "#a21caf"]
+_ABOVE = "datum.status == 'above ceiling'"
+
+
+def _by_accelerator(field: str, title: str, legend: alt.Legend | None = None) -> alt.Color:
+    """Colour by accelerator (or setup), a point above its ceiling red whatever its accelerator."""
+    return alt.Color(field, type="nominal", title=title, scale=alt.Scale(range=ACCELERATOR_COLOURS), legend=legend)
 
 
 def measured_roofline_chart(
@@ -363,38 +499,48 @@ def measured_roofline_chart(
     (core.evidence.compare.compare: point_intensity, predicted_flops_per_gpu,
     achieved_flops_per_gpu, status), one ring and one point per row, or it and
     `rings` are marks already aggregated (core.present.figures.measured_marks:
-    intensity, flops, status, label, n). `subtitle` says how marks were aggregated.
+    intensity, flops, status, label, n, accelerator). `subtitle` says how marks were aggregated.
+
+    Roofs and measured points are coloured by accelerator (one scale, legend "Accelerator": a point has its
+    roof's colour); a point above its ceiling is a red cross whatever its accelerator.
     """
     roofs = positive(roofs, "intensity", "attainable_flops")
     if rings is None:
         pts = positive(compared, "point_intensity", "achieved_flops_per_gpu", "predicted_flops_per_gpu").with_columns(
-            pl.format("row {} · {} · batch {}", "row", "phase", "batch").alias("label"), pl.lit(1).alias("n")
+            pl.format("row {} · {} · batch {}", "row", "phase", "batch").alias("label"),
+            pl.lit(1).alias("n"),
+            pl.col("gpu").cast(pl.String).alias("accelerator"),
         )
         rings = pts.select(
             pl.col("point_intensity").alias("intensity"), pl.col("predicted_flops_per_gpu").alias("flops"), "label", "status", "n"
         )
         measured = pts.select(
-            pl.col("point_intensity").alias("intensity"), pl.col("achieved_flops_per_gpu").alias("flops"), "label", "status", "n"
+            pl.col("point_intensity").alias("intensity"),
+            pl.col("achieved_flops_per_gpu").alias("flops"),
+            "label",
+            "status",
+            "n",
+            "accelerator",
         )
     else:
         rings = positive(rings, "intensity", "flops").select("intensity", "flops", "label", "status", "n")
-        measured = positive(compared, "intensity", "flops").select("intensity", "flops", "label", "status", "n")
+        measured = positive(compared, "intensity", "flops")
+        if "accelerator" not in measured.columns:
+            measured = measured.with_columns(pl.lit("measured").alias("accelerator"))
+        measured = measured.select("intensity", "flops", "label", "status", "n", pl.col("accelerator").cast(pl.String))
     x_dom = _log_domain([roofs["intensity"], rings["intensity"], measured["intensity"]], pad=3.0)
     y_dom = _log_domain([roofs["attainable_flops"], measured["flops"], rings["flops"]], pad=3.0)
-    x = alt.X(
-        "intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=alt.Axis(format=SI_FORMAT, title="Arithmetic intensity (FLOP/byte)")
-    )
-    y = alt.Y("flops:Q", scale=alt.Scale(type="log", domain=y_dom), axis=alt.Axis(format=SI_FORMAT, title="Performance per GPU (FLOP/s)"))
+    x = alt.X("intensity:Q", scale=alt.Scale(type="log", domain=x_dom), axis=log_axis("Arithmetic intensity (FLOP/byte)"))
+    y = alt.Y("flops:Q", scale=alt.Scale(type="log", domain=y_dom), axis=log_axis("Performance per GPU (FLOP/s)", prefixed=True))
     kinds = [k for k in ("datasheet", "empirical") if k in set(roofs["roof"].to_list())]
+    accelerator = _by_accelerator("accelerator", "Accelerator", alt.Legend(orient="bottom", columns=2, labelLimit=320))
     roof_layer = (
-        alt.Chart(roofs.rename({"attainable_flops": "flops"}))
+        alt.Chart(roofs.rename({"attainable_flops": "flops"}).with_columns(pl.col("name").alias("accelerator")))
         .mark_line(strokeWidth=2.5, clip=True)
         .encode(
             x=x,
             y=y,
-            color=alt.Color(
-                "series:N", title="Roof", scale=alt.Scale(range=ROOF_COLOURS), legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)
-            ),
+            color=accelerator,
             strokeDash=alt.StrokeDash("roof:N", title="Roof kind", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
             detail="series:N",
             tooltip=[alt.Tooltip("series:N", title="Roof"), alt.Tooltip("ridge:Q", format=",.0f", title="Ridge (FLOP/byte)")],
@@ -402,6 +548,7 @@ def measured_roofline_chart(
     )
     tips = [
         alt.Tooltip("label:N", title="Measurement"),
+        alt.Tooltip("accelerator:N", title="Accelerator"),
         alt.Tooltip("status:N", title="Status"),
         alt.Tooltip("n:Q", format=",", title="Measurements"),
         alt.Tooltip("intensity:Q", format=",.1f", title="Intensity (FLOP/byte)"),
@@ -414,16 +561,12 @@ def measured_roofline_chart(
         .encode(
             x=x,
             y=y,
-            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point", legend=alt.Legend(symbolType="circle")),
-            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=None),
+            color=alt.condition(_ABOVE, alt.value(ABOVE_COLOUR), accelerator),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point (red: above its ceiling)"),
             tooltip=tips,
         )
     )
-    chart: alt.LayerChart = (
-        alt.layer(roof_layer, pred_layer, meas_layer)
-        .resolve_scale(color="independent")
-        .properties(title=_title(title, subtitle), width=width, height=height)
-    )
+    chart = alt.LayerChart(layer=[roof_layer, pred_layer, meas_layer]).properties(title=_title(title, subtitle), width=width, height=height)
     return chart
 
 
@@ -440,7 +583,8 @@ def throughput_batch_chart(
     height: int = 380,
     subtitle: str = "",
 ) -> alt.LayerChart:
-    """Tokens/s against batch (log-log): the predicted ceiling per setup (solid), calibrated (dashed), measured points.
+    """Tokens/s against batch (log-log): the predicted ceiling per setup (solid), calibrated (dashed), measured points,
+    each in its setup's colour (one scale, legend "Setup"), a point above its ceiling a red cross.
 
     `compared`: a comparison (core.evidence.compare.compare, one point per
     decode or serving row) or marks already aggregated
@@ -473,8 +617,9 @@ def throughput_batch_chart(
             pl.format("row {}", "row").alias("label"),
             pl.lit(1).alias("n"),
         )
-    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=alt.Axis(title="Batch / concurrency (sequences)"))
-    y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), axis=alt.Axis(format=SI_FORMAT, title="Output tokens/s (all sequences)"))
+    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=log_axis("Batch / concurrency (sequences)", decades=False))
+    y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), axis=log_axis("Output tokens/s (all sequences)"))
+    setup = _by_accelerator("series", "Setup", alt.Legend(orient="bottom", columns=2, labelLimit=400))
     kinds = [k for k in ("datasheet ceiling", "calibrated model") if k in set(lines["kind"].to_list())]
     line_layer = (
         alt.Chart(lines)
@@ -482,12 +627,7 @@ def throughput_batch_chart(
         .encode(
             x=x,
             y=y,
-            color=alt.Color(
-                "series:N",
-                title="Setup",
-                scale=alt.Scale(range=ROOF_COLOURS),
-                legend=alt.Legend(orient="bottom", columns=2, labelLimit=400),
-            ),
+            color=setup,
             strokeDash=alt.StrokeDash("kind:N", title="Line", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
             detail="kind:N",
             tooltip=[
@@ -504,8 +644,8 @@ def throughput_batch_chart(
         .encode(
             x=x,
             y=y,
-            color=alt.Color("status:N", scale=STATUS_SCALE, title="Measured point"),
-            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=None),
+            color=alt.condition(_ABOVE, alt.value(ABOVE_COLOUR), setup),  # a point has its setup's line's colour
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point (red: above its ceiling)"),
             tooltip=[
                 alt.Tooltip("label:N", title="Measurement"),
                 alt.Tooltip("n:Q", format=",", title="Measurements"),
@@ -517,11 +657,7 @@ def throughput_batch_chart(
             ],
         )
     )
-    chart: alt.LayerChart = (
-        alt.layer(line_layer, point_layer)
-        .resolve_scale(color="independent")
-        .properties(title=_title(title, subtitle), width=width, height=height)
-    )
+    chart = alt.LayerChart(layer=[line_layer, point_layer]).properties(title=_title(title, subtitle), width=width, height=height)
     return chart
 
 

@@ -26,21 +26,20 @@ from core.model.result import Ceiling
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_points, ridge_table, roof_lines
 from core.model.scenario import Scenario
 from core.plan.costs import Ownership
-from core.plan.planning import frontier, memory_use, step_breakdown, what_ifs
+from core.plan.planning import frontier, memory_use, step_breakdown, what_ifs, would_fit
 from core.plan.purchase import Load, compare_accelerators, frontier_curves
 from core.present.charts import (
     empirical_roofs,
     measured_roofline_chart,
     positive,
-    ridge_bars,
-    ridge_groups,
-    roofline_chart,
+    roofline_spec,
     throughput_batch_chart,
 )
 from core.present.plan_charts import comparison_bars, frontier_chart, memory_chart, purchase_frontier_chart, step_breakdown_chart
 from core.present.readings import comparison_reading, frontier_reading, plain_reading
+from core.present.ridge_charts import ridge_chart, ridge_precision_chart
 from core.present.tables import comparison_display, comparison_table, operations_display, what_if_display
-from core.present.text import duration, si
+from core.present.text import duration, plural, si
 
 Spec = dict[str, Any]
 
@@ -135,11 +134,12 @@ def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool =
     else:
         result, points = ceiling(cat, sc), operating_points(cat, sc)
     width, height = ROOFLINE_SIZES[big]
-    chart = roofline_chart(
-        view.roofs, points, view.paths, title=f"{view.title} · batch {sc.batch}", width=width, height=height, products=view.products
+    # the title holds no batch (it is in the plot's corner, from the data): the spec stays the same from batch to batch
+    chart = roofline_spec(
+        view.roofs, points, view.paths, title=view.title, width=width, height=height, products=view.products, batch=sc.batch
     )
     table = operations_display(operation_table(cat, sc, communication=True)) if operations else None
-    return RooflineAt(result, points, chart.to_dict(validate=False), plain_reading(points, result), table)
+    return RooflineAt(result, points, chart, plain_reading(points, result), table)
 
 
 # -- ridge points ------------------------------------------------------------------
@@ -154,6 +154,11 @@ class RidgeView:
     shown: pl.DataFrame | None = None
     chart: Spec | None = None
     groups: Spec | None = None
+    undated: int = 0  # accelerators in the selection without a year, kept by the year filter
+
+
+#: Precisions of the ridge page's chart by precision.
+GROUP_PRECISIONS = ("bf16", "fp8", "fp4")
 
 
 def ridge_view(
@@ -165,10 +170,15 @@ def ridge_view(
     batch: int,
     weights: str,
     big: bool,
+    highlight: str | None = None,
 ) -> RidgeView:
-    """Each selected accelerator's ridge at `precision` against the decode matmul's intensity at this batch."""
+    """Each selected accelerator's ridge at `precision` against the decode matmul's intensity at this batch.
+
+    The year filter keeps accelerators without a year (a custom one may have none); `highlight`, the
+    scenario's accelerator, is ringed in both charts.
+    """
     gpus = filter_table(cat.gpus, "", vendor=list(vendors), form_factor=list(forms))
-    gpus = gpus.filter((gpus["year"] >= years[0]) & (gpus["year"] <= years[1]))
+    gpus = gpus.filter(pl.col("year").is_null() | pl.col("year").is_between(years[0], years[1]))
     intensity = decode_matmul_intensity(batch, weights)
     table = ridge_table(gpus, precision, batch, weights)
     if table.is_empty():
@@ -182,12 +192,16 @@ def ridge_view(
         (table["bandwidth_bytes_per_s"] / 1e12).alias("bandwidth (TB/s)"),
         table["ridge"].alias("ridge (FLOP/B)"),
         "bound",
-        table["ridge_batch"].alias("batch to become compute-bound"),
+        table["ridge_batch"].alias("compute-bound from batch"),
     )
-    chart = ridge_bars(table, intensity, title=f"Ridge points at {precision} (dense)", width=900 if big else 600)
-    grouped = ridge_points(gpus).filter(pl.col("precision").is_in(["bf16", "fp8", "fp4"]))
-    groups = ridge_groups(grouped, title="Ridge points by precision (bf16, fp8, fp4)")
-    return RidgeView(table, intensity, shown, chart.to_dict(validate=False), groups.to_dict(validate=False))
+    width = 1000 if big else 640
+    chart = ridge_chart(table, intensity, highlight=highlight, title=f"Ridge points at {precision} (dense)", batch=batch, width=width)
+    grouped = ridge_points(gpus).filter(pl.col("precision").is_in(GROUP_PRECISIONS))
+    groups = ridge_precision_chart(
+        grouped, intensity, highlight=highlight, title=f"Ridge points by precision ({', '.join(GROUP_PRECISIONS)})", width=width
+    )
+    undated = int(table["year"].is_null().sum())
+    return RidgeView(table, intensity, shown, chart.to_dict(validate=False), groups.to_dict(validate=False), undated)
 
 
 # -- ceiling calculator -------------------------------------------------------------
@@ -202,7 +216,8 @@ class CalculatorView:
     memory: Spec
     frontier: Spec | None
     frontier_reading: str
-    what_ifs: pl.DataFrame
+    what_ifs: pl.DataFrame  # core.present.tour.moves_table shows the same frame
+    would_fit: str | None = None  # when the scenario does not fit: the largest batch, fewest GPUs, longest context that would
 
 
 def calculator_view(cat: Catalogue, sc: Scenario) -> CalculatorView:
@@ -220,6 +235,7 @@ def calculator_view(cat: Catalogue, sc: Scenario) -> CalculatorView:
         frontier=front_chart.to_dict(validate=False) if front_chart is not None else None,
         frontier_reading=frontier_reading(cat, sc, front, result=r),
         what_ifs=what_if_display(what_ifs(cat, sc, r)),
+        would_fit=fit.sentence() if (fit := would_fit(cat, sc, r)) is not None else None,
     )
 
 
@@ -350,7 +366,8 @@ def _label(prefix: pl.Expr) -> pl.Expr:
 def measured_marks(cmp: pl.DataFrame, budget: int = MAX_MARKS) -> tuple[pl.DataFrame, pl.DataFrame, str]:
     """The roofline's marks of a comparison: predicted rings (one per distinct scenario) and measured points (each row
     when they fit in the budget with the rings, else the median of each scenario's rows, per status, merged in log bins
-    if still too many), with the note that says so. Columns: intensity, flops, status, label, n (measurements)."""
+    if still too many), with the note that says so. Columns: intensity, flops, status, label, n (measurements); the
+    points also `accelerator` (the id of the one they were measured on: a bin holds one accelerator's marks)."""
     pts = positive(cmp, "point_intensity", "achieved_flops_per_gpu", "predicted_flops_per_gpu")
     first = [pl.col(c).first() for c in ("phase", "batch", "input_tokens", "output_tokens", "point_intensity")]
     rings = (
@@ -373,17 +390,19 @@ def measured_marks(cmp: pl.DataFrame, budget: int = MAX_MARKS) -> tuple[pl.DataF
             "status",
             _label(pl.format("row {}", "row")).alias("label"),
             pl.lit(1, dtype=pl.Int64).alias("n"),
+            pl.col("gpu").cast(pl.String).alias("accelerator"),
         )
         return rings, points, _note(pts.height, rings.height + points.height, None, ring_step, per_row=True)
     points = (
         pts.group_by("scenario_id", "status", maintain_order=True)
-        .agg(*first, pl.col("achieved_flops_per_gpu").median(), pl.len().alias("n"), pl.col("row").min())
+        .agg(*first, pl.col("achieved_flops_per_gpu").median(), pl.len().alias("n"), pl.col("row").min(), pl.col("gpu").first())
         .select(
             pl.col("point_intensity").alias("intensity"),
             pl.col("achieved_flops_per_gpu").alias("flops"),
             "status",
             _label(pl.format("median of {} measurements from row {}", "n", "row")).alias("label"),
             pl.col("n").cast(pl.Int64),
+            pl.col("gpu").cast(pl.String).alias("accelerator"),
         )
     )
     points, step = _binned(points, room)
@@ -437,8 +456,9 @@ def _binned(marks: pl.DataFrame, budget: int) -> tuple[pl.DataFrame, float | Non
         return marks, None
     logs = marks.with_columns(pl.col("intensity").log10().alias("_x"), pl.col("flops").log10().alias("_y"))
     step = 1 / 256
+    own = [pl.col("accelerator")] if "accelerator" in marks.columns else []  # a bin holds one accelerator's marks
     while True:
-        keys = [(pl.col("_x") / step).floor().alias("_bx"), (pl.col("_y") / step).floor().alias("_by"), pl.col("status")]
+        keys = [(pl.col("_x") / step).floor().alias("_bx"), (pl.col("_y") / step).floor().alias("_by"), pl.col("status"), *own]
         bins = logs.group_by(keys).agg(
             (10 ** ((pl.col("_x") * pl.col("n")).sum() / pl.col("n").sum())).alias("intensity"),
             (10 ** ((pl.col("_y") * pl.col("n")).sum() / pl.col("n").sum())).alias("flops"),
@@ -454,7 +474,7 @@ def _binned(marks: pl.DataFrame, budget: int) -> tuple[pl.DataFrame, float | Non
         .then(pl.col("label"))
         .otherwise(pl.format("{} measurements of {} scenarios in one bin", "n", "_marks"))
     )
-    return bins.select("intensity", "flops", "status", label.alias("label"), pl.col("n").cast(pl.Int64)), step
+    return bins.select("intensity", "flops", "status", label.alias("label"), pl.col("n").cast(pl.Int64), *own), step
 
 
 def _bin_batch(marks: pl.DataFrame, budget: int) -> pl.DataFrame:
@@ -496,7 +516,9 @@ def _note(rows: int, marks: int, step: float | None, ring_step: float | None, *,
     parts = [] if per_row else ["each measured mark is the median of one scenario's measurements"]
     if step is not None or ring_step is not None:
         parts.append(f"nearby marks merged in log bins of {max(step or 0.0, ring_step or 0.0):.3g} decade")
-    return f"{rows:,} measurements drawn as {marks:,} marks: " + "; ".join(parts) + "; every row is in the table and its CSV"
+    return (
+        f"{plural(rows, 'measurement')} drawn as {plural(marks, 'mark')}: " + "; ".join(parts) + "; every row is in the table and its CSV"
+    )
 
 
 def measured_charts(cat: Catalogue, rows: pl.DataFrame, view: MeasuredView) -> tuple[alt.LayerChart, alt.LayerChart | None]:
@@ -506,9 +528,11 @@ def measured_charts(cat: Catalogue, rows: pl.DataFrame, view: MeasuredView) -> t
     if view.roofs is None or view.rings is None or view.points is None or view.curves is None:
         view = measured_view(cat, rows, view.cal is not None)
     assert view.roofs is not None and view.rings is not None and view.points is not None and view.curves is not None
+    names = dict(cat.gpus.select("id", "name").iter_rows())
+    points = view.points.with_columns(pl.col("accelerator").replace(names)) if "accelerator" in view.points.columns else view.points
     roof_chart = measured_roofline_chart(
         view.roofs,
-        view.points,
+        points,
         title="Measured points (filled) beside their predicted operating points (rings)",
         rings=view.rings,
         subtitle=view.note,

@@ -21,6 +21,8 @@ SEGMENT_SCALE = alt.Scale(domain=list(MEMORY_SEGMENTS), range=["#08519c", "#6bae
 
 #: width and height are the plot's own (Streamlit's default "fit" would squeeze axes and legends into them)
 PAD = alt.AutoSizeParams(type="pad")
+#: the one-bar charts fit the width of their column, axis and legend included (a page draws them at width="stretch")
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 
 #: Bar charts of the comparison: column -> axis title.
 COMPARISON_METRICS = {
@@ -52,7 +54,7 @@ def step_breakdown_chart(breakdown: pl.DataFrame, *, title: str = "", width: int
                 alt.Tooltip("share:Q", format=".1%", title="Share of the cycle"),
             ],
         )
-        .properties(title=title, width=width, height=80, autosize=PAD)
+        .properties(title=title, width=width, height=80, autosize=FIT_WIDTH)
     )
     return chart
 
@@ -79,7 +81,7 @@ def memory_chart(memory: pl.DataFrame, *, title: str = "", width: int = 560) -> 
     rule_df = pl.DataFrame({"GB": [capacity], "label": [f"capacity {capacity:,.0f} GB"]})
     rule = alt.Chart(rule_df).mark_rule(color="#c53030", strokeWidth=2).encode(x="GB:Q")
     text = alt.Chart(rule_df).mark_text(align="right", dx=-4, dy=-30, color="#c53030", fontWeight="bold").encode(x="GB:Q", text="label:N")
-    chart: alt.LayerChart | alt.FacetChart = alt.layer(bars, rule, text).properties(title=title, width=width, height=80, autosize=PAD)
+    chart: alt.LayerChart | alt.FacetChart = alt.layer(bars, rule, text).properties(title=title, width=width, height=80, autosize=FIT_WIDTH)
     return chart
 
 
@@ -133,15 +135,17 @@ def frontier_chart(front: pl.DataFrame, *, title: str = "", width: int = 760, he
     return chart
 
 
-def comparison_bars(table: pl.DataFrame, *, title: str = "", width: int = 280) -> alt.ConcatChart:
+def comparison_bars(table: pl.DataFrame, *, title: str = "", width: int = 240) -> alt.ConcatChart:
     """Side-by-side bars per accelerator: tokens/s per user and total, $ per million tokens, tokens/s per W.
 
-    Metrics nobody has a figure for (no price entered) are left out.
+    Metrics nobody has a figure for (no price entered) are left out. The panels share one order of accelerators,
+    so only the left column names them: two panels and one set of names fit a 1280 px window.
     """
     ok = table.filter(pl.col("status") == "ok")
     order = ok["gpu_name"].to_list()
-    charts = []
+    charts: list[alt.Chart] = []
     for col, label in COMPARISON_METRICS.items():
+        names = alt.Axis(labelLimit=180) if len(charts) % 2 == 0 else None
         data = ok.filter(pl.col(col).is_not_null() & (pl.col(col) > 0)).select(
             "gpu_name", "num_gpus", "batch", "bound", pl.col(col).alias("value")
         )
@@ -156,7 +160,7 @@ def comparison_bars(table: pl.DataFrame, *, title: str = "", width: int = 280) -
                     title=label,
                     axis=alt.Axis(format=SI_FORMAT if col.startswith("tokens_per_s_t") or col.endswith("user") else ",.3~f"),
                 ),
-                y=alt.Y("gpu_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=220)),
+                y=alt.Y("gpu_name:N", sort=order, title=None, axis=names),
                 color=alt.Color("bound:N", scale=BOUND_SCALE, title="Decode is"),
                 tooltip=[
                     alt.Tooltip("gpu_name:N", title="Accelerator"),

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.present.figures import RidgeView, ridge_view
-from core.present.text import escape_markdown
+from core.present.text import escape_markdown, plural
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import presenting, scenario
-from pages.shared.ui import chart_exports, show_chart, table_download
+from pages.shared.ui import chart_exports, data_table, show_chart
 
 PRECISIONS = ["bf16", "fp8", "fp4", "int8", "fp16"]
-YEARS = (2016, 2026)
+#: The year slider's range: the catalogue's years and this year (a custom accelerator's default), at least 2016 to 2026.
+FIRST_YEAR, LAST_YEAR = 2016, 2026
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
@@ -25,14 +28,18 @@ def figures(
     batch: int,
     weights: str,
     big: bool,
+    highlight: str,
 ) -> RidgeView:
-    return ridge_view(cat, precision, vendors, forms, years, batch, weights, big)
+    return ridge_view(cat, precision, vendors, forms, years, batch, weights, big, highlight)
 
 
 st.title("Ridge points")
-st.caption(
-    "Each bar is an accelerator's ridge (dense peak ÷ bandwidth). The dashed line is your decode matmul's intensity ≈ 2 × batch ÷ bytes per weight."
-)
+if not presenting():  # presentation mode leads with the figure and the chart
+    st.caption(
+        "Each dot is an accelerator's ridge point (dense peak ÷ memory bandwidth, FLOP/byte) on a log axis. The dashed line is your "
+        "decode matmul's intensity ≈ 2 × batch ÷ bytes per weight: an accelerator whose dot lies left of it is compute-bound at "
+        "this batch. Your accelerator (the sidebar's) is ringed, its name in bold."
+    )
 cat = catalogue()
 sc = scenario()
 if st.session_state.get("measured") and not cat.profiles.is_empty():
@@ -43,7 +50,7 @@ if st.session_state.get("measured") and not cat.profiles.is_empty():
     )
 
 big = presenting()
-controls = st.expander("Controls", expanded=False) if big else st.container()
+controls = st.expander("Controls: precision, vendor, form factor, year", expanded=False) if big else st.container()
 c1, c2, c3, c4 = controls.columns([2, 2, 2, 2])
 precision = c1.radio(
     "Precision",
@@ -63,26 +70,39 @@ forms = c3.multiselect(
     bind="query-params",
     help="SXM, PCIe, OAM, chip ...",
 )
-years = c4.slider("Year", *YEARS, YEARS, key="rd_year", bind="query-params", help="Year of release or announcement.")
-fig = figures(cat, precision, tuple(vendors), tuple(forms), tuple(years), sc.batch, sc.weights, big)
+known_years = [int(y) for y in cat.gpus["year"].drop_nulls().to_list()]
+span = (min([FIRST_YEAR, *known_years]), max([LAST_YEAR, dt.date.today().year, *known_years]))
+years = c4.slider(
+    "Year",
+    *span,
+    span,
+    key="rd_year",
+    bind="query-params",
+    help="Year of release or announcement. Accelerators without a year (a custom one may have none) are always kept.",
+)
+fig = figures(cat, precision, tuple(vendors), tuple(forms), tuple(years), sc.batch, sc.weights, big, sc.gpu)
 if fig.table.is_empty() or fig.chart is None or fig.shown is None or fig.groups is None:
     st.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
     st.stop()
 n_compute = int((fig.table["bound"] == "compute").sum())
 st.metric(
     f"Compute-bound at batch {sc.batch} ({sc.weights} weights, {precision} peak)",
-    f"{n_compute} of {fig.table.height} accelerators",
+    f"{n_compute:,} of {plural(fig.table.height, 'accelerator')}",
     help="An accelerator is compute-bound for the decode matmuls once 2 × batch ÷ bytes per weight reaches its ridge.",
 )
 st.markdown(
     f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{fig.intensity:,.0f} FLOP/byte**. "
-    f"Compute-bound on **{n_compute}** of {fig.table.height} accelerators."
+    f"Compute-bound on **{n_compute:,}** of {plural(fig.table.height, 'accelerator')}."
 )
-show_chart(fig.chart)
+if fig.undated:
+    st.caption(
+        f"{fig.undated} accelerator{'s' if fig.undated > 1 else ''} without a year {'are' if fig.undated > 1 else 'is'} shown "
+        "whatever the year filter."
+    )
+show_chart(fig.chart, width="stretch")
 chart_exports(fig.chart, f"ridges-{precision}")
-st.dataframe(fig.shown, hide_index=True, key="rd_table")
-table_download(fig.shown, f"ridges {precision}")
+data_table(fig.shown, f"ridges {precision}", key="rd_table")
 
 st.subheader("By precision")
-show_chart(fig.groups)
+show_chart(fig.groups, width="stretch")
 chart_exports(fig.groups, "ridges-by-precision")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import streamlit as st
+from streamlit.dataframe_util import convert_arrow_table_to_arrow_bytes
 
 from core.catalogue.catalogue import Catalogue
 from core.evidence.probes import made_from_probe, measured_line
@@ -16,7 +19,7 @@ from core.present.text import escape_markdown
 from pages.roofline.terms import explain_terms
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
-from pages.shared.ui import chart_exports, evidence_panel, keep_options, show_chart, table_download
+from pages.shared.ui import chart_exports, data_table, evidence_panel, keep_options, show_chart
 from pages.shared.widgets import calibrated_inputs
 
 PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
@@ -60,33 +63,103 @@ precisions = c2.multiselect(
     help="Compute roofs to draw (dense peaks); empty: the format the scenario computes in. Unsupported precisions draw no roof.",
 )
 calibrated_inputs({"eff_bandwidth": c3, "eff_compute": c3})
-play = controls.button(
-    "Play", icon=":material/play_arrow:", help="Sweep the batch from 1 to 1024 and watch the points move.", key="rf_play"
-)
 
 sc, lines = scenario(), (tuple(overlay), tuple(precisions))
-headline, chart_box, batch_label = st.empty(), st.empty(), st.empty()
+FRAME_S = 0.35  # how long Play shows each batch of the sweep
+
+
+def _play() -> None:
+    st.session_state["rf_playing"] = True
+    st.session_state["_rf_at"] = SWEEP_BATCHES[0]
+
+
+def _stop(keep: int | None) -> None:
+    """Stop Play; `keep`, the frame the button was drawn with: make it the scenario's batch (the sidebar's, the
+    link's), the whole page redrawn."""
+    st.session_state["rf_playing"] = False
+    if keep is not None:
+        st.session_state["batch"] = keep
+        st.session_state["_rf_whole_page"] = True
+
+
+@st.fragment
+def roofline_panel() -> RooflineAt:
+    """Play's controls, the headline, the chart and the batch line; while playing, the frames of the sweep.
+
+    A frame of Play reruns only this fragment: the batch shown moves with the frame bar and the headline,
+    while the scenario's batch (the sidebar's, the link's) stays as the user set it, unless they stop on a frame.
+    """
+    if st.session_state.pop("_rf_whole_page", False):
+        st.rerun()  # the batch stopped on is the scenario's now: every figure of the page changes
+    playing = bool(st.session_state.get("rf_playing"))
+    # one placeholder for Play's controls: each frame replaces them whole (a frame cut short by the next leaves none stale)
+    row = st.empty().container(horizontal=True, vertical_alignment="center")
+    # Play first in both states (disabled while it plays): the row keeps its first element from frame to frame
+    row.button(
+        "Play",
+        icon=":material/play_arrow:",
+        key="rf_play",
+        on_click=_play,
+        disabled=playing,
+        help="Sweep the batch from 1 to 1,024 and watch the points move; the scenario's batch stays as it is.",
+    )
+    if playing:
+        frame = int(st.session_state.get("_rf_at", SWEEP_BATCHES[0]))
+        step = SWEEP_BATCHES.index(frame) + 1
+        row.progress(
+            step / len(SWEEP_BATCHES), text=f"Play: batch {frame:,} · frame {step} of {len(SWEEP_BATCHES)} (1 to 1,024)", width=420
+        )
+        row.button(
+            "Stop", icon=":material/stop:", key="rf_stop", on_click=_stop, args=(None,), help="Stop and show the scenario's batch again."
+        )
+        row.button(
+            "Use this batch",
+            icon=":material/check:",
+            key="rf_keep",
+            on_click=_stop,
+            args=(frame,),
+            help="Stop here and make this batch the scenario's (the sidebar's and the link's).",
+        )
+        shown_batch = frame
+        shown = at(cat, sc.model_copy(update={"batch": frame}), *lines, big, operations=False)
+    else:
+        shown_batch, shown = sc.batch, at(cat, sc, *lines, big)
+    draw(shown, shown_batch)
+    if playing:
+        time.sleep(FRAME_S)
+        if st.session_state.get("rf_playing"):  # not stopped meanwhile
+            later = [b for b in SWEEP_BATCHES if b > shown_batch]
+            if later:
+                st.session_state["_rf_at"] = later[0]
+            else:  # the sweep is over: back to the scenario's batch
+                st.session_state["rf_playing"] = False
+            st.rerun(scope="fragment")
+    return shown
+
+
+def arrow_datasets(spec: dict[str, Any]) -> dict[str, Any]:
+    """The chart's spec with its datasets as Arrow bytes, made straight from their rows: Streamlit would make each
+    through pandas, about 30 ms of every rerun for the roofline's six small datasets."""
+    return {**spec, "datasets": {k: convert_arrow_table_to_arrow_bytes(pa.Table.from_pylist(v)) for k, v in spec["datasets"].items()}}
 
 
 def draw(shown: RooflineAt, batch: int) -> None:
     """The headline, the chart and the batch line of one batch."""
     step = shown.points.filter(pl.col("point") == "decode step").row(0, named=True)
-    headline.metric(
-        f"Decode at batch {batch}: {step['bound']}-bound",
+    st.metric(
+        f"Decode at batch {batch:,}: {step['bound']}-bound",
         f"{step['share_of_peak']:.1%} of peak compute",
         help=f"Whole decode step at {step['intensity']:.1f} FLOP/byte against a ridge of {step['ridge']:.0f} FLOP/byte.",
     )
-    show_chart(shown.chart, chart_box, width="stretch" if big else "content")
+    show_chart(arrow_datasets(shown.chart), width="stretch")
     matmul = shown.points.filter(pl.col("point") == "decode matmul")["intensity"][0]
-    batch_label.markdown(f"**Batch {batch}** · decode matmul at {matmul:.1f} FLOP/byte")
+    st.markdown(f"**Batch {batch:,}** · decode matmul at {matmul:.1f} FLOP/byte")
 
 
-if play:  # the frames of the sweep; the scenario's batch stays as it is
-    for b in SWEEP_BATCHES:
-        draw(at(cat, sc.model_copy(update={"batch": b}), *lines, big, operations=False), b)
-        time.sleep(0.35)
+# this runs on a whole-page run only (a frame of Play reruns the fragment alone): another control changed, Play ends
+st.session_state["rf_playing"] = False
+roofline_panel()
 shown = at(cat, sc, *lines, big)
-draw(shown, sc.batch)
 chart_exports(shown.chart, "roofline")
 for shown_gpu in [sc.gpu, *overlay]:
     if line := measured_line(cat, shown_gpu):
@@ -102,11 +175,5 @@ evidence_panel(cat, [sc.gpu, *overlay], sc.model, key="rf_evidence")
 st.subheader("Decode step, operation by operation")
 ops = shown.operations
 assert ops is not None
-st.dataframe(
-    ops,
-    hide_index=True,
-    key="rf_ops",
-    column_config={c: st.column_config.NumberColumn(format="%.3g") for c in ops.columns[3:] if c != "bound"},
-)
-table_download(ops, "decode operations")
+data_table(ops, "decode operations", key="rf_ops")
 explain_terms()

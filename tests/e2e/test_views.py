@@ -1,8 +1,10 @@
-"""Browser tests of the roofline and ridge pages: charts render, Play sweeps the batch, exports download."""
+"""Browser tests of the roofline and ridge pages: charts render and read (labels apart, axes in numbers, full width),
+Play sweeps the batch and leaves the scenario's, exports download."""
 
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -23,18 +25,110 @@ def test_roofline_page_renders_its_chart_and_table(server, page):
     screenshot(page, "roofline")
 
 
-def test_play_sweeps_the_batch_to_1024_and_leaves_the_scenario_as_it_was(server, page):
-    """Pressing Play animates the batch through the powers of two up to 1024, then shows the scenario's own batch again."""
-    page.goto(server.url("roofline?batch=2"))
+def _frames(page, until: str, timeout_s: float = 120.0) -> list[tuple[str, str]]:
+    """(batch line, headline) pairs as they change in the main area, until the batch line reads `until` again
+    after having read something else."""
+    main = page.locator("[data-testid='stMain']")
+    seen: list[tuple[str, str]] = []
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = main.inner_text()
+        line, head = re.search(r"Batch ([\d,]+) · decode matmul", text), re.search(r"Decode at batch ([\d,]+):", text)
+        now = (line.group(1) if line else "", head.group(1) if head else "")
+        if not seen or seen[-1] != now:
+            seen.append(now)
+        if len(seen) > 2 and now[0] == until:
+            return seen
+        time.sleep(0.03)
+    raise AssertionError(f"Play did not come back to batch {until}: {seen}")
+
+
+def test_play_sweeps_the_batch_to_1024_and_leaves_the_scenario_as_it_was(fresh_server, page):
+    """Play shows the batches of the sweep one by one, 1 to 1,024: the frame bar, the batch line and the headline move
+    with the frames; afterwards the page shows the scenario's own batch again, the sidebar and the link still hold it,
+    and the server logged no conflict between the batch widget's default and the session state."""
+    page.goto(fresh_server.url("roofline?batch=2"))
     wait_ready(page)
-    page.get_by_text("Batch 2 · decode matmul").wait_for()
-    page.get_by_role("button", name="Play").click()
-    # intermediate frames may pass between two polls on a loaded machine: the last frame is what counts
-    page.get_by_text("Batch 1024 · decode matmul").wait_for(timeout=120_000)
-    page.get_by_text("Batch 2 · decode matmul").wait_for(timeout=60_000)
-    # the shared batch (sidebar, link) is still the user's
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_text("Batch 2 · decode matmul").wait_for()
+    main.get_by_role("button", name="Play").click()
+    main.get_by_text(re.compile(r"^Play: batch [\d,]+ · frame")).wait_for(timeout=30_000)  # the frame bar, while it plays
+    seen = _frames(page, "2")
+    batches = [int(b.replace(",", "")) for b, _ in seen[1:-1] if b]
+    # frames pass in order (a loaded machine may skip some between two polls), the headline with them, up to 1,024
+    assert len(set(batches)) >= 4 and batches == sorted(batches) and batches[-1] == 1024, seen
+    assert set(batches) <= {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}
+    assert sum(1 for b, h in seen if b and b == h) >= 4, seen
+    wait_ready(page)
+    expect(main.get_by_text(re.compile(r"^Play: batch [\d,]+ · frame"))).to_have_count(0)
     expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("2")
     expect(page).to_have_url(re.compile(r"batch=2(&|$)"))
+    expect(main.get_by_text("Decode at batch 2:")).to_be_visible()
+    log = fresh_server.db.with_suffix(".log").read_text()
+    assert 'The widget with key "batch"' not in log and "Traceback" not in log, log[-2000:]
+
+
+def test_play_stopped_on_a_frame_makes_it_the_scenarios_batch(server, page):
+    """ "Use this batch" during Play stops it there: the sidebar's batch, the link and the page take that frame's batch."""
+    page.goto(server.url("roofline?batch=3"))  # not a batch of the sweep: any frame kept differs
+    wait_ready(page)
+    main = page.locator("[data-testid='stMain']")
+    main.get_by_text("Batch 3 · decode matmul").wait_for()
+    main.get_by_role("button", name="Play").click()
+    main.get_by_role("button", name="Use this batch").wait_for(timeout=60_000)
+    main.get_by_role("button", name="Use this batch").click()
+    wait_ready(page)
+    expect(main.get_by_text(re.compile(r"^Play: batch [\d,]+ · frame"))).to_have_count(0, timeout=30_000)
+    box = page.get_by_role("spinbutton", name="Batch (sequences)")
+    expect(box).not_to_have_value("3", timeout=30_000)  # the whole page's rerun that follows the stop
+    wait_ready(page)
+    kept = box.input_value()
+    assert int(kept) in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)  # the frame on screen when the click arrived
+    expect(page).to_have_url(re.compile(rf"batch={kept}(&|$)"))
+    expect(main.get_by_text(f"Batch {int(kept):,} · decode matmul")).to_be_visible()
+    time.sleep(2 * 0.35 + 1)  # no frame comes after the stop
+    expect(main.get_by_text(f"Batch {int(kept):,} · decode matmul")).to_be_visible()
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_roofline_fills_its_column_with_labels_apart_and_axes_in_numbers(server, browser, width):
+    """With three overlay accelerators at two precisions the chart is as wide as its column, no two of its text labels
+    overlap on screen, and its axes read 0.01 ... 1,000 FLOP/byte and 1 T ... 1 P FLOP/s, never "10m"."""
+    context = browser.new_context(viewport={"width": width, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(server.url("roofline?rf_compare=b200&rf_compare=mi300x&rf_compare=a100-80gb-sxm&rf_precisions=bf16&rf_precisions=fp8"))
+        wait_ready(page)
+        chart = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']").first
+        chart.locator("svg").wait_for()
+        wait_ready(page)
+        column = page.locator("[data-testid='stMain'] [data-testid='stMainBlockContainer']").first.bounding_box()
+        svg = chart.locator("svg").first.bounding_box()
+        assert column and svg
+        pad = page.evaluate(
+            "() => { const s = getComputedStyle(document.querySelector(\"[data-testid='stMainBlockContainer']\"));"
+            " return parseFloat(s.paddingLeft) + parseFloat(s.paddingRight); }"
+        )
+        assert svg["width"] == pytest.approx(column["width"] - pad, abs=4)
+        boxes = page.evaluate(
+            """() => Array.from(document.querySelectorAll(
+                "[data-testid='stMain'] [data-testid='stVegaLiteChart'] svg g.mark-text text"))
+              .filter((t) => t.textContent.trim())
+              .map((t) => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom]; })"""
+        )
+        assert len(boxes) >= 6
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                apart = a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
+                assert apart, (a, b)
+        axis = page.evaluate(
+            """() => Array.from(document.querySelectorAll(
+                "[data-testid='stMain'] [data-testid='stVegaLiteChart'] svg g.role-axis-label text")).map((t) => t.textContent)"""
+        )
+        assert {"0.01", "0.1", "1", "10", "100", "1,000", "1 T", "10 T", "1 P"} <= set(axis), axis
+        assert not {"10m", "100m"} & set(axis)
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize(("label", "magic"), [("PNG", b"\x89PNG"), ("SVG", b"<svg")])

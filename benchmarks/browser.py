@@ -1,0 +1,194 @@
+"""Benchmark: the speed a reviewer feels on the roofline page, in Chromium.
+
+Starts `serve.py` on a free port with a store in a temporary folder, drives
+Debian's Chromium (/usr/bin/chromium) with Playwright and prints:
+
+- cold start: from the server's start to the first roofline chart drawn (the
+  page's Vega chart in the DOM with its marks), and the same on the warm
+  server for a new browser tab;
+- key press to updated chart: the sidebar's "Batch (sequences)" number input
+  is focused and ArrowUp pressed, `--presses` times; each press is timed in
+  the page's own clock from the keydown event to the first animation frame
+  where the chart's title names the new batch, the batch line under it says
+  "Batch N ·" and the app's script state is back to notRunning. Beside it, from
+  the websocket: the press to the last message of the rerun received (the
+  server's rerun and the transfer), the bytes the rerun sent to the browser, and the server process's CPU time
+  per press (from /proc: the server's work, which other load on the machine does not inflate).
+
+Figures are printed, never asserted. Targets (issue 14): a median under 150 ms
+from key press to chart, first chart under 3 s.
+
+    .venv/bin/python benchmarks/browser.py [--presses 30] [--start-batch 1] [--app-root DIR]
+
+`--app-root` serves another copy of the app (e.g. `git archive HEAD | tar -x -C /tmp/before`) with this
+Python, so a change is measured before and after under the same conditions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+READY = "[data-testid='stApp'][data-test-script-state='notRunning']"
+
+#: True once the roofline chart is drawn with marks (its SVG has points and the roof line).
+CHART_DRAWN = """() => {
+  const svg = document.querySelector("[data-testid='stMain'] [data-testid='stVegaLiteChart'] svg");
+  return !!svg && svg.querySelectorAll("g.mark-symbol path, g.mark-line path").length > 2;
+}"""
+
+#: Arms the page for one press: on keydown note the time, then each animation frame check for the chart at `target`.
+ARM = """(target) => {
+  window.__done = undefined;
+  window.__t0 = undefined;
+  document.addEventListener("keydown", () => { window.__t0 = performance.now(); }, { capture: true, once: true });
+  const re = new RegExp("batch " + target + "$");
+  const label = "Batch " + target + " ·";
+  const check = () => {
+    const app = document.querySelector("[data-testid='stApp']");
+    const main = document.querySelector("[data-testid='stMain']");
+    const svg = main && main.querySelector("[data-testid='stVegaLiteChart'] svg");
+    const titled = !!svg && Array.from(svg.querySelectorAll("text")).some((t) => re.test(t.textContent.trim()));
+    const ok = window.__t0 !== undefined && titled && main.innerText.includes(label)
+      && app.getAttribute("data-test-script-state") === "notRunning";
+    if (ok) { window.__done = performance.now() - window.__t0; } else { requestAnimationFrame(check); }
+  };
+  requestAnimationFrame(check);
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(port: int, db: Path, root: Path = ROOT) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "ROOFLINE_DB": str(db)}
+    cmd = [sys.executable, str(root / "serve.py"), "--server.port", str(port), "--server.headless", "true"]
+    cmd += ["--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+    log = db.with_suffix(".log").open("w")
+    return subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def wait_healthy(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server not healthy")
+
+
+def cpu_ms(pid: int) -> float:
+    """CPU time (user + system) a process has used, in ms: the server's work, whatever else loads the machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def stats(name: str, values_ms: list[float], unit: str = "ms") -> None:
+    v = sorted(values_ms)
+    p90 = v[min(len(v) - 1, round(0.9 * (len(v) - 1)))]
+    print(f"{name:48s} median {statistics.median(v):8.1f} {unit}   p90 {p90:8.1f} {unit}   max {v[-1]:8.1f} {unit}   (n={len(v)})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presses", type=int, default=30, help="key presses on the batch input (default 30)")
+    parser.add_argument("--start-batch", type=int, default=1, help="the batch the page opens at (default 1)")
+    parser.add_argument("--width", type=int, default=1600, help="browser viewport width in px (default 1600)")
+    parser.add_argument("--app-root", type=Path, default=ROOT, help="the copy of the app to serve (default: this one)")
+    args = parser.parse_args()
+    print(f"app: {args.app_root}; {args.presses} presses from batch {args.start_batch}; load average {os.getloadavg()[0]:.1f}")
+
+    from playwright.sync_api import sync_playwright
+
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        port = free_port()
+        t_start = time.perf_counter()
+        proc = start_server(port, Path(tmp) / "bench.duckdb", args.app_root)
+        try:
+            wait_healthy(port, proc)
+            t_healthy = time.perf_counter()
+            url = f"http://127.0.0.1:{port}/roofline?batch={args.start_batch}"
+            page = browser.new_page(viewport={"width": args.width, "height": 1000})
+            page.goto(url)
+            page.wait_for_function(CHART_DRAWN, timeout=120_000, polling="raf")
+            t_chart = time.perf_counter()
+            page.wait_for_selector(READY, timeout=120_000)
+            print(f"{'cold start: server start to healthy':48s} {(t_healthy - t_start) * 1e3:8.0f} ms")
+            print(f"{'cold start: server start to first roofline':48s} {(t_chart - t_start) * 1e3:8.0f} ms")
+            print(f"{'cold start: server CPU time to first roofline':48s} {cpu_ms(proc.pid):8.0f} ms")
+            warm = []
+            for _ in range(3):
+                tab = browser.new_page(viewport={"width": args.width, "height": 1000})
+                t0 = time.perf_counter()
+                tab.goto(url)
+                tab.wait_for_function(CHART_DRAWN, timeout=60_000, polling="raf")
+                warm.append((time.perf_counter() - t0) * 1e3)
+                tab.wait_for_selector(READY)
+                tab.close()
+            stats("warm server: new tab to first roofline", warm)
+
+            frames: list[tuple[float, int, str]] = []  # (perf_counter, payload bytes, "sent"/"received")
+
+            def on_ws(ws: Any) -> None:
+                ws.on("framesent", lambda p: frames.append((time.perf_counter(), len(p), "sent")))
+                ws.on("framereceived", lambda p: frames.append((time.perf_counter(), len(p), "received")))
+
+            page.on("websocket", on_ws)
+            page.reload()  # so the websocket opens under the listener
+            page.wait_for_function(CHART_DRAWN, timeout=60_000, polling="raf")
+            page.wait_for_selector(READY)
+            box = page.get_by_role("spinbutton", name="Batch (sequences)")
+            batch = int(box.input_value())
+            total, server, sizes, cpu = [], [], [], []
+            for _ in range(args.presses):
+                box.focus()
+                page.evaluate(ARM, batch + 1)
+                frames.clear()
+                cpu0 = cpu_ms(proc.pid)
+                t_press = time.perf_counter()
+                page.keyboard.press("ArrowUp")
+                page.wait_for_function("() => window.__done !== undefined", timeout=60_000, polling="raf")
+                total.append(float(page.evaluate("window.__done")))
+                cpu.append(cpu_ms(proc.pid) - cpu0)
+                received = [f for f in frames if f[2] == "received"]
+                if received:
+                    server.append((received[-1][0] - t_press) * 1e3)
+                    sizes.append(sum(f[1] for f in received) / 1024)
+                batch += 1
+            stats("key press to updated chart (browser clock)", total)
+            if server:
+                stats("key press to last rerun message (websocket)", server)
+                stats("bytes sent to the browser per rerun", sizes, unit="KiB")
+            stats("server CPU time per rerun (load-independent)", cpu)
+            print("targets: median under 150 ms from key press to chart; first chart under 3,000 ms")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            browser.close()
+
+
+if __name__ == "__main__":
+    main()
