@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -163,70 +164,218 @@ def more_bandwidth_accelerator(cat: Catalogue, gpu_id: str, *, at_least: float =
     return str(pick["id"][0]) if pick.height else None
 
 
-def levers(cat: Catalogue, scenario: Scenario, result: Ceiling | None = None) -> list[tuple[str, str, Scenario | None]]:
-    """The seeds' moves applied one at a time: (lever, what changes, scenario or None when it cannot apply)."""
+#: The seed's three moves (seed 004, "Three moves, and no others"), in its words: name -> what it is.
+MOVES: dict[str, str] = {
+    "lift the diagonal": "more memory bandwidth: helps everything left of the ridge, proportionally",
+    "slide right": "fewer bytes for the same math, or more math per byte: helps until the ridge",
+    "raise the ceiling": "more arithmetic capacity: helps nothing left of the ridge",
+}
+
+
+def more_compute_accelerator(
+    cat: Catalogue, gpu_id: str, precision: str | None, *, at_least: float = 1.5, band: float = 0.15
+) -> str | None:
+    """An accelerator with at least `at_least` x this one's peak at `precision` and about the same bandwidth (within `band`).
+
+    The move that raises only the ceiling: of those, the one whose bandwidth is
+    closest to this one's (then the same vendor, then the higher peak); None
+    when none qualifies or the precision has no peak here.
+    """
+    col = f"peak_{precision}"
+    if precision is None or col not in cat.gpus.columns:
+        return None
+    me = cat.gpus.filter(pl.col("id") == gpu_id).row(0, named=True)
+    if me[col] is None:
+        return None
+    bw = float(me["bandwidth_bytes_per_s"])
+    pick = (
+        cat.gpus.filter(
+            (pl.col(col) >= at_least * me[col]) & ((pl.col("bandwidth_bytes_per_s") / bw - 1.0).abs() <= band) & (pl.col("id") != gpu_id)
+        )
+        .with_columns((pl.col("bandwidth_bytes_per_s") / bw - 1.0).abs().alias("_gap"), (pl.col("vendor") != me["vendor"]).alias("_other"))
+        .sort("_gap", "_other", col, "id", descending=[False, False, True, False])
+    )
+    return str(pick["id"][0]) if pick.height else None
+
+
+def levers(cat: Catalogue, scenario: Scenario, result: Ceiling | None = None) -> list[tuple[str, str, str, Scenario | None]]:
+    """The seed's three moves applied one lever at a time: (move, lever, what changes, scenario or None when it cannot apply).
+
+    `move` is one of MOVES: lift the diagonal (more bandwidth: a faster-memory
+    accelerator, twice the GPUs, whose bandwidths add up), slide right (a
+    larger batch, quantised weights or KV cache, speculative decoding) or raise
+    the ceiling (an accelerator with more FLOP/s at about the same bandwidth).
+    The calculator's what-if table and the tour's step 7 both show these.
+    """
     r = result if result is not None else ceiling(cat, scenario)
-    out: list[tuple[str, str, Scenario | None]] = []
+    out: list[tuple[str, str, str, Scenario | None]] = []
 
-    def add(name: str, note: str, **changes: Any) -> None:
-        out.append((name, note, scenario.at(**changes) if changes else None))
+    def add(move: str, name: str, note: str, **changes: Any) -> None:
+        out.append((move, name, note, scenario.at(**changes) if changes else None))
 
+    faster = more_bandwidth_accelerator(cat, scenario.gpu)
+    mine = cat.gpu(scenario.gpu)
+    if faster is None:
+        add("lift the diagonal", "more bandwidth", "no accelerator in the catalogue has 1.25× this bandwidth")
+    else:
+        theirs = cat.gpu(faster)
+        ratio = theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s
+        add("lift the diagonal", "more bandwidth", f"{mine.name} → {theirs.name} ({ratio:.2f}× bandwidth)", gpu=faster)
+    domain = mine.scaleup_domain
+    if domain is not None and scenario.num_gpus * 2 > domain:
+        add(
+            "lift the diagonal",
+            "twice the GPUs",
+            f"{scenario.num_gpus * 2} GPUs exceed one scale-up domain ({domain}): replicas add users, not speed",
+        )
+    elif scenario.num_gpus * 2 <= 1024:
+        add(
+            "lift the diagonal",
+            "twice the GPUs",
+            f"{scenario.num_gpus} → {scenario.num_gpus * 2} GPUs (tensor parallel: bandwidths add up)",
+            num_gpus=scenario.num_gpus * 2,
+        )
     room = r.max_batch
     bigger = min(4 * scenario.batch, room if room is not None else 4 * scenario.batch, 1_000_000)
     if bigger > scenario.batch:
-        add("larger batch", f"batch {scenario.batch} → {bigger} (4× or the most that fits)", batch=bigger)
+        add("slide right", "larger batch", f"batch {scenario.batch} → {bigger} (4× or the most that fits)", batch=bigger)
     else:
-        add("larger batch", "no room: memory already holds the largest batch at this context")
+        add("slide right", "larger batch", "no room: memory already holds the largest batch at this context")
     w = storage_format(scenario.weights).bytes
     for fmt in ("fp8", "int4"):
         if storage_format(fmt).bytes < w:
-            add(f"{fmt} weights", f"weights {scenario.weights} → {fmt} (compute at its default format)", weights=fmt, compute=None)
+            add(
+                "slide right",
+                f"{fmt} weights",
+                f"weights {scenario.weights} → {fmt} (compute at its default format)",
+                weights=fmt,
+                compute=None,
+            )
         else:
-            add(f"{fmt} weights", f"weights already {scenario.weights}")
+            add("slide right", f"{fmt} weights", f"weights already {scenario.weights}")
     if storage_format("fp8").bytes < storage_format(scenario.kv).bytes:
-        add("fp8 KV cache", f"KV cache {scenario.kv} → fp8", kv="fp8")
+        add("slide right", "fp8 KV cache", f"KV cache {scenario.kv} → fp8", kv="fp8")
     else:
-        add("fp8 KV cache", f"KV cache already {scenario.kv}")
+        add("slide right", "fp8 KV cache", f"KV cache already {scenario.kv}")
     draft = scenario.spec_draft_model or default_draft_model(cat, scenario.model)
     if scenario.uses_speculation:
-        add("speculative decoding", "already on")
+        add("slide right", "speculative decoding", "already on")
     elif draft is None:
-        add("speculative decoding", "no smaller model of the same family and vocabulary in the catalogue")
+        add("slide right", "speculative decoding", "no smaller model of the same family and vocabulary in the catalogue")
     else:
         k, a = SPEC_LEVER
         note = f"draft {cat.model(draft).name}, {k} tokens, acceptance {a:.0%}"
-        add("speculative decoding", note, spec_draft_len=k, spec_acceptance=a, spec_draft_model=draft)
-    faster = more_bandwidth_accelerator(cat, scenario.gpu)
-    if faster is None:
-        add("more bandwidth", "no accelerator in the catalogue has 1.25× this bandwidth")
+        add("slide right", "speculative decoding", note, spec_draft_len=k, spec_acceptance=a, spec_draft_model=draft)
+    prec = r.compute_used
+    stronger = more_compute_accelerator(cat, scenario.gpu, prec)
+    if stronger is None:
+        add(
+            "raise the ceiling",
+            "more FLOP/s",
+            f"no accelerator in the catalogue has 1.5× this {prec or 'compute'} peak at about this bandwidth",
+        )
     else:
-        mine, theirs = cat.gpu(scenario.gpu), cat.gpu(faster)
-        ratio = theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s
-        add("more bandwidth", f"{mine.name} → {theirs.name} ({ratio:.2f}× bandwidth)", gpu=faster)
-    domain = cat.gpu(scenario.gpu).scaleup_domain
-    if domain is not None and scenario.num_gpus * 2 > domain:
-        add("twice the GPUs", f"{scenario.num_gpus * 2} GPUs exceed one scale-up domain ({domain}): replicas add users, not speed")
-    elif scenario.num_gpus * 2 <= 1024:
-        add("twice the GPUs", f"{scenario.num_gpus} → {scenario.num_gpus * 2} GPUs (tensor parallel)", num_gpus=scenario.num_gpus * 2)
+        theirs = cat.gpu(stronger)
+        peak_ratio = float(getattr(theirs, f"peak_{prec}")) / float(getattr(mine, f"peak_{prec}"))
+        bw_ratio = theirs.bandwidth_bytes_per_s / mine.bandwidth_bytes_per_s
+        add(
+            "raise the ceiling",
+            "more FLOP/s",
+            f"{mine.name} → {theirs.name} ({peak_ratio:.2f}× the {prec} peak, {bw_ratio:.2f}× bandwidth)",
+            gpu=stronger,
+        )
     return out
 
 
 def what_ifs(cat: Catalogue, scenario: Scenario, result: Ceiling | None = None) -> pl.DataFrame:
     """The current scenario and each lever applied, evaluated as one frame.
 
-    Columns: lever, change (text), the headline figures (HEADLINES), fits,
-    bound, and change_<figure> = lever / current (null when either is null).
-    Levers that cannot apply keep their row with null figures and say why.
+    Columns: move (one of MOVES; "as is" for the current scenario), lever,
+    change (text), the headline figures (HEADLINES), fits, bound, and
+    change_<figure> = lever / current (null when either is null). Levers that
+    cannot apply keep their row with null figures and say why. The ceiling
+    calculator's what-if table and the tour's three moves are this frame.
     """
-    rows = [("current scenario", "as set", scenario), *levers(cat, scenario, result)]
-    applied = [(i, s) for i, (_, _, s) in enumerate(rows) if s is not None]
+    rows = [("as is", "current scenario", "as set", scenario), *levers(cat, scenario, result)]
+    applied = [(i, s) for i, (_, _, _, s) in enumerate(rows) if s is not None]
     results = evaluate(cat, [s for _, s in applied], columns=["scenario_id", *HEADLINES, "fits", "bound"])
     results = results.with_columns(pl.Series("row", [i for i, _ in applied], dtype=pl.Int64)).drop("scenario_id")
-    table = pl.DataFrame({"row": list(range(len(rows))), "lever": [r[0] for r in rows], "change": [r[1] for r in rows]}).join(
-        results, on="row", how="left"
-    )
+    table = pl.DataFrame(
+        {"row": list(range(len(rows))), "move": [r[0] for r in rows], "lever": [r[1] for r in rows], "change": [r[2] for r in rows]}
+    ).join(results, on="row", how="left")
     base = table.row(0, named=True)
     ratios = [
         (pl.col(c) / base[c]).alias(f"change_{c}") if base[c] else pl.lit(None, dtype=pl.Float64).alias(f"change_{c}") for c in HEADLINES
     ]
     return table.with_columns(ratios).sort("row").drop("row")
+
+
+#: The most GPUs `would_fit` tries (the Scenario's own limit).
+MAX_GPUS = 1024
+
+
+@dataclass(frozen=True)
+class WouldFit:
+    """What would fit when a scenario does not: each one change away from it (None where no such change fits).
+
+    max_batch: the largest batch that fits at this context and GPU count;
+    min_gpus: the fewest GPUs that hold this batch at this context (up to MAX_GPUS);
+    max_context: the longest context (tokens) that fits at this batch and GPU count.
+    """
+
+    scenario: Scenario
+    max_batch: int | None
+    min_gpus: int | None
+    max_context: int | None
+
+    def sentence(self) -> str:
+        """One sentence naming the three, in the user's units."""
+        sc = self.scenario
+        gpus = "GPU" if sc.num_gpus == 1 else "GPUs"
+        parts = [
+            f"a batch of at most {self.max_batch:,}" if self.max_batch else "no batch at this context",
+            f"{self.min_gpus:,} GPUs or more" if self.min_gpus is not None else f"no GPU count up to {MAX_GPUS:,}",
+            f"a context of at most {self.max_context:,} tokens"
+            if self.max_context is not None
+            else "no context: the weights alone exceed the usable memory",
+        ]
+        return (
+            "What would fit, changing one thing: "
+            + "; ".join(parts)
+            + f" (the rest as set: batch {sc.batch:,}, {sc.context:,} tokens of context, {sc.num_gpus} {gpus}, "
+            + f"{sc.reserve_fraction:.0%} memory reserve)."
+        )
+
+    def record(self) -> dict[str, Any]:
+        """The three as plain values plus the sentence (the CLI's `would_fit`)."""
+        return {"max_batch": self.max_batch, "min_gpus": self.min_gpus, "max_context": self.max_context, "sentence": self.sentence()}
+
+
+def would_fit(cat: Catalogue, scenario: Scenario, result: Ceiling | None = None) -> WouldFit | None:
+    """None when the scenario fits; otherwise the largest batch, the fewest GPUs and the longest context that would.
+
+    Memory grows with batch and context and shrinks per GPU with more GPUs, so
+    each answer is the edge of a monotone search: the largest batch is the
+    ceiling's own max_batch; the GPU counts 1 .. MAX_GPUS are evaluated in one
+    frame; the context is bisected below the current one (64 candidates per
+    evaluation, a sliding window's cache included).
+    """
+    r = result if result is not None else ceiling(cat, scenario)
+    if r.fits:
+        return None
+    max_batch = int(r.max_batch) if r.max_batch is not None and r.max_batch >= 1 else None
+    counts = evaluate(cat, [scenario.at(num_gpus=n) for n in range(1, MAX_GPUS + 1)], columns=["num_gpus", "fits"])
+    fitting = counts.filter(pl.col("fits"))
+    min_gpus = int(fitting["num_gpus"].min()) if fitting.height else None  # type: ignore[arg-type]
+    lo, hi = 0, scenario.context  # fits(lo) unknown yet; fits(hi) is False
+    if not evaluate(cat, [scenario.at(context=0)], columns=["fits"])["fits"][0]:
+        return WouldFit(scenario, max_batch, min_gpus, None)
+    while hi - lo > 1:  # invariant: lo fits, hi does not
+        step = max(1, (hi - lo) // 64)
+        tries = list(range(lo + step, hi, step))
+        fits = evaluate(cat, [scenario.at(context=c) for c in tries], columns=["fits"])["fits"].to_list()
+        below = [c for c, f in zip(tries, fits, strict=True) if f]
+        above = [c for c, f in zip(tries, fits, strict=True) if not f]
+        lo = max(below, default=lo)
+        hi = min([c for c in above if c > lo], default=hi)
+    return WouldFit(scenario, max_batch, min_gpus, lo)

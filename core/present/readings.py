@@ -10,6 +10,7 @@ from core.model.ceilings import ceiling
 from core.model.result import Ceiling
 from core.model.scenario import Scenario
 from core.plan.planning import ridge_batch
+from core.present.text import plural
 
 
 def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
@@ -69,7 +70,7 @@ def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, re
         f"The most throughput on this frontier is {best['tokens_per_s_total']:,.0f} tokens/s in total at batch {best['batch']:,}."
     ]
     if cut is not None:
-        parts.append(f"Memory holds at most {cut:,} sequences at this context.")
+        parts.append(f"Memory holds at most {plural(cut, 'sequence')} at this context.")
     if rb is None:
         return " ".join(parts)
     if cut is not None and rb > cut:
@@ -97,7 +98,7 @@ def comparison_reading(table: pl.DataFrame) -> str:
         lo, hi = priced.row(0, named=True), priced.row(-1, named=True)
         parts.append(
             f"Cheapest: {lo['gpu_name']} at ${lo['usd_per_million_tokens']:,.3g} per million output tokens "
-            f"({lo['num_gpus']} GPU{'s' if lo['num_gpus'] > 1 else ''}, batch {lo['batch']}), "
+            f"({plural(lo['num_gpus'], 'GPU')}, batch {lo['batch']}), "
             f"{1 - lo['usd_per_million_tokens'] / hi['usd_per_million_tokens']:.0%} less than {hi['gpu_name']}'s "
             f"${hi['usd_per_million_tokens']:,.3g}."
         )
@@ -110,7 +111,7 @@ def comparison_reading(table: pl.DataFrame) -> str:
         bw = fast["bandwidth_bytes_per_s"] / slow["bandwidth_bytes_per_s"]
         if peak < 1:
             text += f" despite a lower {fast['compute_used']} peak per GPU ({peak:.2f}× the other's)"
-        text += f": on {fast['num_gpus']} GPU{'s' if fast['num_gpus'] > 1 else ''} each it has {bw:.2f}× the bandwidth"
+        text += f": on {plural(fast['num_gpus'], 'GPU')} each it has {bw:.2f}× the bandwidth"
     else:
         bw = fast["bandwidth_bytes_per_s"] * fast["num_gpus"] / (slow["bandwidth_bytes_per_s"] * slow["num_gpus"])
         text += f": its {fast['num_gpus']} GPUs have {bw:.2f}× the aggregate bandwidth of the other's {slow['num_gpus']}"
@@ -123,12 +124,12 @@ def sweep_answer(frame: pl.DataFrame, matched: pl.DataFrame) -> str:
     if frame.is_empty():
         return "The sweep is empty."
     if matched.is_empty():
-        return f"Nothing meets these limits: 0 of {frame.height:,} scenarios."
+        return f"Nothing meets these limits: 0 of {plural(frame.height, 'scenario')}."
     names = matched.group_by("gpu_name").agg(pl.col("num_gpus").min()).sort("num_gpus", "gpu_name")
-    listed = ", ".join(f"{n} (from {g} GPU{'s' if g > 1 else ''})" for n, g in names.iter_rows())
+    listed = ", ".join(f"{n} (from {plural(g, 'GPU')})" for n, g in names.iter_rows())
     return (
-        f"{matched.height:,} of {frame.height:,} scenarios meet these limits, "
-        f"on {names.height} of {frame['gpu'].n_unique()} accelerators: {listed}."
+        f"{matched.height:,} of {plural(frame.height, 'scenario')} {'meets' if matched.height == 1 else 'meet'} these limits, "
+        f"on {names.height} of {plural(frame['gpu'].n_unique(), 'accelerator')}: {listed}."
     )
 
 

@@ -10,22 +10,27 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.specs import SOURCE_SEPARATOR, accelerator_columns
 from core.evidence.probes import measured_line
 from core.model.sweep import SWEEP_COLUMNS
+from core.present.text import sig
 
 
 def operations_display(ops: pl.DataFrame) -> pl.DataFrame:
-    """The per-operation roofline table (core.model.ceilings.operation_table) in GFLOP, MB, µs and %."""
+    """The per-operation roofline table (core.model.ceilings.operation_table) in GFLOP, MB, µs and %.
+
+    What a reader looks for first (which operation, how long, what share of the step, what bounds it)
+    comes first, so it is in view at 1280 px; the FLOP and byte counts behind it follow.
+    """
     return ops.select(
-        pl.col("group").alias("layer group"),
         pl.col("op").alias("operation"),
+        pl.col("group").alias("layer group"),
         pl.col("layers"),
+        (pl.col("time_s") * 1e6).alias("time (µs)"),
+        (pl.col("share") * 100).alias("share of step (%)"),
+        pl.col("bound"),
+        pl.col("intensity").alias("intensity (FLOP/B)"),
         (pl.col("flops") / 1e9).alias("GFLOP"),
         (pl.col("weight_bytes") / 1e6).alias("weights (MB)"),
         (pl.col("act_bytes") / 1e6).alias("activations (MB)"),
         (pl.col("kv_bytes") / 1e6).alias("KV (MB)"),
-        pl.col("intensity").alias("intensity (FLOP/B)"),
-        pl.col("bound"),
-        (pl.col("time_s") * 1e6).alias("time (µs)"),
-        (pl.col("share") * 100).alias("share of step (%)"),
     )
 
 
@@ -109,6 +114,7 @@ def profiles_display(cat: Catalogue) -> pl.DataFrame:
 def what_if_display(table: pl.DataFrame) -> pl.DataFrame:
     """The what-if table (what_ifs) in reading units: ms, tokens/s, and × the current figure."""
     return table.select(
+        "move",
         "lever",
         "change",
         pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
@@ -125,19 +131,23 @@ def what_if_display(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def comparison_display(table: pl.DataFrame) -> pl.DataFrame:
-    """The comparison in reading units (units in the column names); the price's basis and date beside every $ figure."""
+    """The comparison in reading units (units in the column names); the price's basis and date beside every $ figure.
+
+    The figures a choice rests on (speed per user and per GPU, $ per million tokens, the latencies)
+    come right after the configuration, so they are in view at 1280 px; the rest follow.
+    """
     return table.select(
         pl.col("gpu_name").alias("accelerator"),
         "status",
         pl.col("num_gpus").alias("GPUs"),
         "batch",
-        pl.col("binds").alias("what binds"),
         pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
         pl.col("tokens_per_s_per_gpu").alias("tokens/s per GPU"),
-        pl.col("tokens_per_s_total").alias("tokens/s total"),
+        pl.col("usd_per_million_tokens").alias("$ per million output tokens"),
         (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
         (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
-        pl.col("usd_per_million_tokens").alias("$ per million output tokens"),
+        pl.col("tokens_per_s_total").alias("tokens/s total"),
+        pl.col("binds").alias("what binds"),
         pl.col("usd_per_million_input_tokens").alias("$ per million input tokens"),
         pl.col("usd_per_gpu_hour").alias("$ per GPU-hour"),
         pl.col("price_basis").alias("price used"),
@@ -158,30 +168,35 @@ def comparison_display(table: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def sweep_display(frame: pl.DataFrame) -> pl.DataFrame:
-    """A sweep result in reading units (ms, GB), units in the column names."""
+def sweep_display(frame: pl.DataFrame, model_names: dict[str, str] | None = None) -> pl.DataFrame:
+    """A sweep result in reading units (ms, GB), units in the column names.
+
+    Each row's configuration (accelerator, model, GPUs, batch, weights) and its figures come first, so
+    they are in view at 1280 px; the other formats, the context and the memory follow. Models are
+    named by `model_names` (id -> name) where given, as the page's model picker names them.
+    """
     if frame.is_empty():
         return frame
     return frame.select(
         pl.col("gpu_name").alias("accelerator"),
-        pl.col("model"),
+        pl.col("model").replace_strict(model_names, default=pl.col("model"), return_dtype=pl.String) if model_names else pl.col("model"),
         pl.col("num_gpus").alias("GPUs"),
-        pl.col("weights"),
-        pl.col("compute_used").alias("compute"),
-        pl.col("kv").alias("KV"),
         pl.col("batch"),
-        pl.col("context").alias("context (tokens)"),
+        pl.col("weights"),
         (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
         pl.col("tokens_per_s_per_user").alias("tokens/s per user"),
-        pl.col("tokens_per_s_total").alias("tokens/s total"),
         (pl.col("tokens_per_s_total") / pl.col("num_gpus")).alias("tokens/s per GPU"),
+        pl.col("tokens_per_s_total").alias("tokens/s total"),
+        pl.col("fits"),
         (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
         pl.col("usd_per_million_tokens").alias("$ per million output tokens (median on-demand price)"),
+        pl.col("compute_used").alias("compute"),
+        pl.col("kv").alias("KV"),
+        pl.col("context").alias("context (tokens)"),
         pl.col("bound"),
         pl.col("ridge").alias("ridge (FLOP/B)"),
         (pl.col("memory_required_bytes") / 1e9).alias("memory needed (GB)"),
         (pl.col("capacity_bytes") / 1e9).alias("memory on the GPUs (GB)"),
-        pl.col("fits"),
         pl.col("max_batch").alias("largest batch"),
         pl.col("min_gpus").alias("fewest GPUs"),
     )
@@ -247,8 +262,67 @@ def prices_display(prices: pl.DataFrame, gpu_ids: list[str], kind: str, names: d
         pl.col("usd").alias(unit),
         "provider",
         "offer",
-        pl.col("region"),
+        pl.when(pl.col("region") != "").then(pl.col("region")).alias("region"),  # none stated: a dash, not a blank
         pl.when(pl.col("as_of") != "").then(pl.col("as_of")).otherwise(pl.lit("undated")).alias("as of"),
         pl.col("source_url").alias("source"),
         "note",
     )
+
+
+#: Significant digits a download keeps: full precision, without float noise (157.3, not 157.29999999999998).
+CSV_DIGITS = 12
+_FLOATS = (pl.Float32, pl.Float64)
+
+
+def _floats(frame: pl.DataFrame) -> list[str]:
+    return [name for name, dtype in frame.schema.items() if dtype in _FLOATS]
+
+
+def csv_ready(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame as a CSV download holds it: floats to CSV_DIGITS significant digits (no float noise), NaN empty, no formulas."""
+    exprs = [pl.col(n).cast(pl.Float64).fill_nan(None).round_sig_figs(CSV_DIGITS).alias(n) for n in _floats(frame)]
+    return csv_safe(frame.with_columns(exprs) if exprs else frame)
+
+
+def number_format(values: pl.Series, digits: int = 3) -> str:
+    """A printf format for a Streamlit NumberColumn writing this column as people write numbers.
+
+    Streamlit's sprintf writes "%,.3g" as the number rounded to 3 significant figures, with thousands
+    separators and without trailing zeros or an exponent at ordinary magnitudes (116.6667 -> "117",
+    4.6429 -> "4.64", 1530.0 -> "1,530", 0.00819 -> "0.00819", 12346.7 -> "12,300"). A column of whole
+    numbers (GB on the GPUs, a count stored as a float) keeps every digit: "%,.0f" (1,128, not 1,130).
+    The data keeps full precision: sorting, AppTests and downloads see the exact values.
+    """
+    finite = values.cast(pl.Float64).fill_nan(None).drop_nulls()
+    finite = finite.filter(finite.is_finite())
+    if finite.len() and bool((finite == finite.round(0)).all()):
+        return "%,.0f"
+    return f"%,.{digits}g"
+
+
+#: Glide's text metrics at Streamlit's 14 px font, for `table_width`: about 7.5 px a character, 16 px padding a cell,
+#: and a header's sort/menu affordance; a column is never narrower than 50 px nor wider than 500 px.
+_CHAR_PX, _CELL_PAD_PX, _HEADER_EXTRA_PX, _MIN_COL_PX, _MAX_COL_PX = 7.5, 16, 10, 50, 500
+
+
+def table_width(frame: pl.DataFrame, rows: int = 200) -> int:
+    """About how wide (px) Streamlit's grid draws `frame`, each column sized to its header and its widest cell as shown.
+
+    An estimate from the first `rows` rows, for deciding whether to say the table scrolls sideways; the browser
+    test measures the real thing.
+    """
+    total = 0.0
+    for name in frame.columns:
+        col = frame[name].head(rows)
+        if col.dtype in _FLOATS:
+            cells = [sig(v, 3) for v in col.drop_nulls().to_list()]
+        elif col.dtype.is_integer():
+            cells = [f"{v:,}" for v in col.drop_nulls().to_list()]
+        elif col.dtype == pl.Boolean:
+            cells = ["xx"]
+        else:
+            cells = [str(v) for v in col.drop_nulls().to_list()]
+        longest = max((len(c) for c in cells), default=1)
+        width = max(len(name) * _CHAR_PX + _HEADER_EXTRA_PX, longest * _CHAR_PX) + _CELL_PAD_PX
+        total += min(_MAX_COL_PX, max(_MIN_COL_PX, width))
+    return round(total)

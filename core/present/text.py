@@ -13,7 +13,7 @@ def si(value: float | None, unit: str = "", digits: int = 3) -> str:
         return "n/a"
     if math.isinf(value):
         return "∞"
-    mag = abs(value)
+    mag = abs(float(f"{value:.{digits}g}"))  # 999.6e9 is written 1.00 T, not 1,000 G
     for factor, prefix in _PREFIXES:
         if mag >= factor:
             return f"{_sig(value / factor, digits)} {prefix}{unit}".strip()
@@ -31,11 +31,41 @@ def duration(seconds: float | None) -> str:
     return f"{_sig(seconds * 1e6, 3)} µs"
 
 
+#: What a table cell or a sentence shows where a value does not exist (never "None", "null" or "nan").
+DASH = "—"
+
+
 def _sig(x: float, digits: int) -> str:
     if x == 0:
         return "0"
     decimals = max(0, digits - 1 - int(math.floor(math.log10(abs(x)))))
+    rounded = round(x, decimals)
+    if rounded != 0 and abs(rounded) >= 10 ** (digits - decimals) and decimals > 0:
+        decimals -= 1  # 9.996 rounds up to 10.0, not 10.00: still `digits` figures
     return f"{x:,.{decimals}f}"
+
+
+def sig(value: float | None, digits: int = 3) -> str:
+    """A number as people write it: `digits` significant figures and thousands separators.
+
+    sig(116.6667) -> "117", sig(4.6429) -> "4.64", sig(1530.0) -> "1,530", sig(0.00819) -> "0.00819";
+    digits left of the point are never rounded away (sig(12346.7) -> "12,347"); a value that does
+    not exist (None, NaN) -> DASH; infinities -> "∞" / "-∞".
+    """
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return DASH
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    return _sig(value, digits)
+
+
+def plural(count: int, singular: str, plural_form: str | None = None) -> str:
+    """The count with its noun agreeing: plural(1, "sequence") -> "1 sequence", plural(1024, "GPU") -> "1,024 GPUs".
+
+    The plural is the singular plus "s" unless `plural_form` is given (plural(2, "batch", "batches")).
+    """
+    word = singular if count == 1 else (plural_form or f"{singular}s")
+    return f"{count:,} {word}"
 
 
 def escape_markdown(value: str) -> str:

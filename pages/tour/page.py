@@ -8,11 +8,12 @@ import streamlit as st
 from core.catalogue.catalogue import Catalogue
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_table, roof_lines
 from core.model.scenario import Scenario
-from core.present.charts import ridge_bars, roofline_chart
-from core.present.tour import Step, batching_table, faster_bandwidth_gpu, moves_table, steps
+from core.present.charts import roofline_chart
+from core.present.ridge_charts import ridge_chart
+from core.present.tour import Step, batching_table, moves_table, steps
 from pages.shared.data import HASH_FUNCS, catalogue
-from pages.shared.params import scenario
-from pages.shared.ui import show_chart
+from pages.shared.params import presenting, scenario
+from pages.shared.ui import data_table, show_chart
 
 cached = st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
 
@@ -34,17 +35,27 @@ def batching(cat: Catalogue, sc: Scenario) -> pl.DataFrame:
 
 @cached
 def moves(cat: Catalogue, sc: Scenario) -> pl.DataFrame:
-    return moves_table(cat, sc, faster_bandwidth_gpu(cat, sc.gpu))
+    return moves_table(cat, sc)
 
 
 st.title("Guided tour")
-st.caption(
-    "Why decode is memory-bound, why batching helps until the ridge, why attention does not batch, and the three moves: on your scenario."
-)
+lead = st.container()  # presentation mode: the step's chart leads, the step picker folds below it
+if not presenting():
+    st.caption(
+        "Why decode is memory-bound, why batching helps until the ridge, why attention does not batch, and the three moves: on your scenario."
+    )
+box = st.expander("Controls: the tour's step", expanded=False) if presenting() else st.container()
+
+
+def draw(spec: dict[str, object]) -> None:
+    """The step's chart: at full width ahead of everything in presentation mode."""
+    show_chart(spec, lead if presenting() else None, width="stretch" if presenting() else "content")
+
+
 cat = catalogue()
 sc = scenario()
 walk = tour(cat, sc)
-choice = st.radio(
+choice = box.radio(
     "Step",
     [s.title for s in walk],
     horizontal=True,
@@ -61,33 +72,35 @@ prec = sweep["compute_used"][0] or "bf16"
 roofs = roof_lines(cat.gpus.filter(pl.col("id") == sc.gpu), [prec])
 if step.chart in ("roofline", "points"):
     pts = sweep.filter(pl.col("batch") == 1) if step.chart == "points" else sweep.clear()
-    show_chart(roofline_chart(roofs, pts, None, title=f"{cat.gpu(sc.gpu).name} · {prec}").to_dict(validate=False))
+    draw(roofline_chart(roofs, pts, None, title=f"{cat.gpu(sc.gpu).name} · {prec}").to_dict(validate=False))
 elif step.chart == "ridges":
     ridges = ridge_table(cat.gpus, prec, sc.batch, sc.weights)
-    show_chart(ridge_bars(ridges, decode_matmul_intensity(sc.batch, sc.weights), title=f"Ridge points at {prec}").to_dict(validate=False))
+    draw(
+        ridge_chart(
+            ridges, decode_matmul_intensity(sc.batch, sc.weights), highlight=sc.gpu, title=f"Ridge points at {prec}", batch=sc.batch
+        ).to_dict(validate=False)
+    )
 elif step.chart == "batching":
     matmuls = sweep.filter(pl.col("point") == "decode matmul")
-    show_chart(roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1024").to_dict(validate=False))
-    st.dataframe(batching(cat, sc), hide_index=True, key="tour_batching")
+    draw(roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1024").to_dict(validate=False))
+    table = batching(cat, sc)
+    data_table(table, "batching", key="tour_batching", download=False)
 elif step.chart == "attention":
     attn = sweep.filter(pl.col("point").is_in(["decode attention", "decode matmul"])).select("point", "batch", "intensity", "bound")
-    st.dataframe(
+    data_table(
         attn.pivot(on="point", index="batch", values="intensity"),
-        hide_index=True,
+        "attention against matmul",
         key="tour_attention",
-        column_config={"decode attention": "decode attention (FLOP/byte)", "decode matmul": "decode matmul (FLOP/byte)"},
-    )
-elif step.chart == "moves":
-    st.dataframe(
-        moves(cat, sc),
-        hide_index=True,
-        key="tour_moves",
+        download=False,
         column_config={
-            "tokens_per_s_per_user": st.column_config.NumberColumn("tokens/s per user", format="%.1f"),
-            "tokens_per_s_total": st.column_config.NumberColumn("tokens/s total", format="%.1f"),
-            "step_time_ms": st.column_config.NumberColumn("step time (ms)", format="%.2f"),
+            "batch": st.column_config.NumberColumn("batch (sequences)", format="%,d"),
+            "decode attention": st.column_config.NumberColumn("decode attention (FLOP/byte)", format="%,.3g"),
+            "decode matmul": st.column_config.NumberColumn("decode matmul (FLOP/byte)", format="%,.3g"),
         },
     )
+elif step.chart == "moves":
+    table = moves(cat, sc)
+    data_table(table, "three moves", key="tour_moves", download=False)
 
 st.markdown("**Check yourself**")
 for question, answer in step.questions:

@@ -1,0 +1,146 @@
+"""Nothing cut at 1280 x 800: on every page, in Chromium.
+
+For each page (with the sweep's eight default accelerators, the comparison's two and three
+overlaid roofs on the roofline, so multiselects hold chips) this checks, in [data-testid='stMain']:
+
+- every dataframe, chart and multiselect ends within its parent block and within the main area
+  (getBoundingClientRect right edges; a chart's drawing, its canvas or svg, not only its box);
+- every multiselect chip, and its clear and open buttons, lie inside its box (Streamlit 1.6x
+  scrolls chips sideways out of sight unless pages.shared.ui.CHIP_ROWS_CSS wraps them);
+- every visible dataframe's last column header is in view, or reachable: its grid scrolls
+  sideways to a header whose aria-colindex is the grid's aria-colcount, and the page says so
+  under the table ("scroll the table sideways", pages.shared.ui.data_table).
+
+A failure names the page, the element and the pixels by which it is cut.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import wait_ready
+
+PAGES = {
+    "overview": "/",
+    "roofline": "roofline?rf_compare=NVIDIA+H200+SXM+141GB&rf_compare=NVIDIA+B200+%28HGX%2FDGX+SXM%29&rf_compare=AMD+Instinct+MI300X",
+    "ridges": "ridges",
+    "tour": "tour",
+    "calculator": "calculator",
+    "compare": "compare",
+    "sweep": "sweep",
+    "catalogue": "catalogue",
+    "measured": "measured",
+}
+
+#: Pages whose first view holds at least one table.
+TABLED = ("roofline", "ridges", "calculator", "compare", "sweep", "catalogue")
+
+#: Right edges (px, rounded) of every checked element against its parent block and the main area; chips outside their box.
+OVERFLOWS = """() => {
+  const main = document.querySelector("[data-testid='stMain'] [data-testid='stMainBlockContainer']") ||
+               document.querySelector("[data-testid='stMain']");
+  const mainRight = main.getBoundingClientRect().right;
+  const out = [];
+  const visible = (e) => e.offsetParent !== null && e.getBoundingClientRect().width > 0;
+  for (const kind of ["stDataFrame", "stVegaLiteChart", "stMultiSelect"]) {
+    document.querySelectorAll(`[data-testid='stMain'] [data-testid='${kind}']`).forEach((el, i) => {
+      if (!visible(el)) return;
+      const holder = el.closest("[data-testid='stElementContainer']") || el;
+      const parent = holder.parentElement.getBoundingClientRect();
+      let right = el.getBoundingClientRect().right;
+      if (kind === "stVegaLiteChart") {
+        el.querySelectorAll("canvas, svg.marks").forEach((d) => { right = Math.max(right, d.getBoundingClientRect().right); });
+      }
+      const limit = Math.min(parent.right, mainRight);
+      const label = kind + "#" + i + " " + (el.innerText || "").split("\\n")[0].slice(0, 40);
+      if (right > limit + 1) out.push({what: label, by: Math.round(right - limit)});
+      if (kind === "stMultiSelect") {
+        const group = el.querySelector(".react-aria-ComboBox > [role='group']");
+        if (group) {
+          const g = group.getBoundingClientRect();
+          group.querySelectorAll("button").forEach((btn) => {
+            const r = btn.getBoundingClientRect();
+            if (r.width > 0 && r.right > g.right + 1) out.push({what: label + " button " + (btn.getAttribute("aria-label") || ""), by: Math.round(r.right - g.right)});
+          });
+        }
+        const box = el.querySelector(".react-aria-ComboBox [data-testid='stMultiSelectTagsContainer']");
+        if (!box) return;
+        const b = box.getBoundingClientRect();
+        box.querySelectorAll("[data-tag]").forEach((chip) => {
+          const c = chip.getBoundingClientRect();
+          if (c.right > b.right + 1 || c.left < b.left - 1 || c.bottom > b.bottom + 1)
+            out.push({what: label + " chip " + chip.getAttribute("aria-label"), by: Math.round(Math.max(c.right - b.right, c.bottom - b.bottom))});
+        });
+      }
+    });
+  }
+  return out;
+}"""
+
+#: Each visible dataframe: its column count, whether it fits, its last header after scrolling to the far right, the text after it.
+GRIDS = """async () => {
+  const grids = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame']")].filter((e) => e.offsetParent !== null);
+  const out = [];
+  for (const el of grids) {
+    const scroller = el.querySelector(".dvn-scroller");
+    const table = el.querySelector("table[role='grid']");
+    if (!scroller || !table) continue;
+    const cols = Number(table.getAttribute("aria-colcount"));
+    const fits = scroller.scrollWidth <= scroller.clientWidth + 1;
+    let heads = [], last = null;
+    for (let k = 0; k < 20; k++) {  // the grid redraws its columns a moment after it scrolls
+      scroller.scrollLeft = scroller.scrollWidth;
+      await new Promise((r) => setTimeout(r, 250));
+      heads = [...table.querySelectorAll("thead th")];
+      last = heads[heads.length - 1];
+      if (last && Number(last.getAttribute("aria-colindex")) === cols) break;
+    }
+    const box = el.getBoundingClientRect();
+    const lastBox = last ? last.getBoundingClientRect() : null;
+    const holder = el.closest("[data-testid='stElementContainer']");
+    let after = "";
+    for (let n = holder && holder.nextElementSibling, k = 0; n && k < 2; n = n.nextElementSibling, k++) after += " " + n.innerText;
+    out.push({
+      first: heads.length ? heads[0].innerText : "", cols, fits,
+      lastIndex: last ? Number(last.getAttribute("aria-colindex")) : 0,
+      lastInside: lastBox ? lastBox.right <= box.right + 1 : false,
+      hint: after.includes("scroll the table sideways"),
+    });
+    scroller.scrollLeft = 0;
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def narrow(browser: Any) -> Any:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    yield context
+    context.close()
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_nothing_is_cut_at_1280(server: Any, narrow: Any, name: str) -> None:
+    page = narrow.new_page()
+    try:
+        page.goto(server.url(PAGES[name]))
+        wait_ready(page)
+        page.wait_for_timeout(1500)  # charts and grids lay out after the script finishes
+        wait_ready(page)
+        if name in TABLED:  # a grid's component loads after the script's run
+            page.wait_for_selector(
+                "[data-testid='stMain'] [data-testid='stDataFrame'] table[role='grid']", state="attached", timeout=60_000
+            )
+        cut = page.evaluate(OVERFLOWS)
+        grids = page.evaluate(GRIDS)
+    finally:
+        page.close()
+    assert not cut, f"{name}: cut at 1280 px: {cut}"
+    if name in TABLED:
+        assert grids, f"{name}: its table was not found"
+    for grid in grids:
+        where = f"{name}: table starting '{grid['first']}' ({grid['cols']} columns)"
+        assert grid["lastIndex"] == grid["cols"] and grid["lastInside"], f"{where}: its last column cannot be reached: {grid}"
+        assert grid["fits"] or grid["hint"], f"{where}: wider than the page at 1280 px and nothing says it scrolls sideways"
