@@ -5,7 +5,8 @@ named `pages/` sits beside the main script, until the first `st.navigation`
 call. The first request of a fresh server that is a deep link (a shared
 link such as /roofline?gpu=b200) then gets a "Page not found" dialog before
 st.navigation routes it. This app routes with st.navigation only, so the
-launcher turns that detection off before the server starts.
+launcher turns that detection off before the server starts. It also keeps
+the start from asking a server on the internet for the machine's public address.
 
     python serve.py [streamlit options, e.g. --server.port 8502]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from streamlit import net_util
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
@@ -32,6 +34,11 @@ if __name__ == "__main__":
     keep_freed_memory()  # the engine's large arrays reuse freed memory (core/model/allocator.py)
 
     PagesManager.uses_pages_directory = False
+    # A headless server asks checkip.amazonaws.com for the machine's public address, to print
+    # an "External URL" on start: a request leaving the machine on every start, and offline a
+    # "Did not auto detect external IP" warning. The app is reached at its local or network
+    # URL (both still printed), so that lookup is off.
+    net_util.get_external_ip = lambda: None
     app = str(Path(__file__).resolve().parent / "streamlit_app.py")
     sys.argv = ["streamlit", "run", app, *sys.argv[1:]]
     sys.exit(cli.main())

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from pages.shared.data import catalogue
 from pages.shared.params import hold_sidebar, note_refused_values, open_link, restore_sidebar
 from pages.shared.sidebar import scenario_sidebar, share_panel
+from pages.shared.ui import chip_rows
 
-st.set_page_config(page_title="Roofline Explorer", page_icon=":material/roofing:", layout="wide")
+# The favicon ships with the app (sent to the browser inline): a ":material/..." page icon
+# is fetched from a font server on the internet, which an offline machine cannot reach.
+ICON = Path(__file__).resolve().parent / ".streamlit" / "favicon.svg"
+st.set_page_config(page_title="Roofline Explorer", page_icon=str(ICON), layout="wide")
+chip_rows()  # multiselect chips wrap instead of hiding past the box (pages.shared.ui.CHIP_ROWS_CSS)
+
+# The overview is the default page, served at the app's root ("/"); Streamlit gives a
+# default page no other address, so /overview (the name in older links and the docs)
+# is a hidden page that sends its visitor, with the link's parameters, to the root.
+OVERVIEW = st.Page("pages/home/page.py", title="Overview", icon=":material/home:", url_path="", default=True)
+OVERVIEW_LINK = st.Page("pages/home/page.py", title="Overview", url_path="overview", visibility="hidden")
 
 PAGES = {
     "Explore": [
-        st.Page("pages/home/page.py", title="Overview", icon=":material/home:", url_path="overview", default=True),
+        OVERVIEW,
+        OVERVIEW_LINK,
         st.Page("pages/roofline/page.py", title="Roofline", icon=":material/show_chart:", url_path="roofline"),
         st.Page("pages/ridges/page.py", title="Ridge points", icon=":material/bar_chart:", url_path="ridges"),
         st.Page("pages/tour/page.py", title="Guided tour", icon=":material/school:", url_path="tour"),
@@ -29,6 +43,8 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
+if page is OVERVIEW_LINK:
+    st.switch_page(OVERVIEW, query_params={k: st.query_params.get_all(k) for k in st.query_params})
 st.session_state["_page"] = page.url_path or "overview"
 cat = catalogue()
 open_link(cat, page)

@@ -9,6 +9,8 @@
     roofline report --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --out report.html
     roofline import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
     roofline measured DATASET [--calibrate] --json
+    roofline datasets --json
+    roofline delete-dataset DATASET --json
     roofline probe [--device auto|cuda|rocm|mps|cpu] [--quick] [--out FILE] [--json]
     roofline import-probe FILE [--gpu ID] --json
     roofline bench-command --tool vllm --gpu ID --model ID --batch B --input-tokens I --output-tokens O [--num-gpus N] --json
@@ -19,6 +21,7 @@
     roofline frontier --gpu ID --model ID [--num-gpus N] [--buy ...] --json
 
 Every command takes --db PATH (default: ROOFLINE_DB or data/roofline.duckdb).
+An --out file's folder is created when it does not exist yet.
 The scenario options of `ceiling`, `report` and `sweep` are the fields of
 core.model.scenario.Scenario (defaults, bounds and help text from there; the
 sweep's axes repeat), and `import`'s context options the fields of
@@ -29,8 +32,11 @@ Errors print one line on stderr and exit with status 2.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
+import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,6 +67,7 @@ from core.model.roofline import ridge_points
 from core.model.scenario import FIELDS, Scenario, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
 from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
 from core.plan.costs import DEFAULT_SOURCES, Ownership
+from core.plan.planning import would_fit
 from core.plan.purchase import SORT_KEYS, Load, compare_accelerators, frontier_curves
 from core.plan.targets import BY_KEY as TARGETS_BY_KEY
 from core.probe import cli as probe_cli
@@ -168,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--calibrate", action="store_true", help="fit, per accelerator, bandwidth and compute efficiencies and a per-step overhead"
     )
     ms.set_defaults(func=cmd_measured)
+
+    ds = sub.add_parser("datasets", parents=[common], help="list the imported datasets: id, name, format, rows, imported at")
+    ds.set_defaults(func=cmd_datasets)
+
+    dd = sub.add_parser("delete-dataset", parents=[common], help="delete an imported dataset and its measurements (the catalogue is kept)")
+    dd.add_argument("dataset", help="the dataset's id (as `import` and `datasets` print it) or its name")
+    dd.set_defaults(func=cmd_delete_dataset)
 
     pr = sub.add_parser("probe", help="measure this machine's memory bandwidth and matmul throughput (python -m core.probe)")
     probe_cli.add_arguments(pr)
@@ -340,7 +354,10 @@ def cmd_ridge(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     cat = _catalogue(args)
     scenario = from_cli(args)
-    out = ceiling(cat, scenario).record()
+    r = ceiling(cat, scenario)
+    out = r.record()
+    fit = would_fit(cat, scenario, r)
+    out["would_fit"] = fit.record() if fit is not None else None  # null when it fits
     if args.ops:
         out["ops"] = operation_table(cat, scenario, communication=True).to_dicts()
     return out
@@ -352,9 +369,10 @@ def cmd_report(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise CliError(f"--out: {out.name} must end in .html")
+    _check_out(out)
     cat = _catalogue(args)
     text = report_html(cat, from_cli(args))
-    out.write_text(text, encoding="utf-8")
+    _write_out(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return {"out": str(out), "bytes": len(text.encode("utf-8"))}
 
 
@@ -363,6 +381,7 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     if out.suffix not in (".parquet", ".csv"):
         raise CliError(f"--out: {out.name} must end in .parquet or .csv")
+    _check_out(out)
     gpus = args.gpu or cat.gpus["id"].to_list()
     models = args.model or list(cat.records)
     for g in gpus:
@@ -381,10 +400,42 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
     )
     result = sweep(cat, grid)  # checks every axis value against the Scenario's bounds
     if out.suffix == ".parquet":
-        result.write_parquet(out)
+        _write_out(out, result.write_parquet)
     else:
-        result.with_columns(pl.col("flags").list.join("; ")).write_csv(out)
+        _write_out(out, result.with_columns(pl.col("flags").list.join("; ")).write_csv)
     return {"rows": result.height, "out": str(out)}
+
+
+def _check_out(out: Path) -> None:
+    """Before the work: --out can be written (its folder exists or can be created there), else a CliError naming why."""
+    if out.is_dir():
+        raise CliError(f"--out: {out} is a folder; give a file name in it")
+    folder = out.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise CliError(f"--out: cannot create the folder {out.parent}: {folder} is a file")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise CliError(f"--out: cannot write in {folder} (permission denied)")
+
+
+def _make_folder(out: Path) -> None:
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"--out: cannot create the folder {out.parent}: {exc.strerror or exc}") from None
+
+
+def _write_out(out: Path, write: Any) -> None:
+    """Write --out whole or not at all: into a temporary file beside it (its folder created), then renamed over it."""
+    _make_folder(out)
+    tmp = out.with_name(f".{out.name}.partial")
+    try:
+        write(tmp)
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CliError(f"--out: cannot write {out}: {exc.strerror or exc}") from None
 
 
 def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
@@ -403,16 +454,23 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
         if sys.stderr.isatty():
             print(f"\r{fraction:4.0%} {message}".ljust(60), end="", file=sys.stderr, flush=True)
 
-    result = import_file(
-        get_store(args.db),
-        path.read_bytes(),
-        path.name,
-        fmt=args.format,
-        context=context,
-        name=args.name,
-        mapping=mapping,
-        progress=progress,
-    )
+    store = get_store(args.db)
+    try:
+        result = import_file(
+            store,
+            path.read_bytes(),
+            path.name,
+            fmt=args.format,
+            context=context,
+            name=args.name,
+            mapping=mapping,
+            progress=progress,
+        )
+    except ImportFileError as exc:
+        if exc.duplicate_of is None or not store.dataset_writable(exc.duplicate_of):
+            raise
+        db = f" --db {shlex.quote(args.db)}" if args.db else ""
+        raise CliError(f"{exc} with `roofline delete-dataset {exc.duplicate_of}{db}`") from None
     if sys.stderr.isatty():
         print(file=sys.stderr)
     return {"dataset_id": result.dataset_id, "name": result.name, "format": result.format, "rows": result.rows, "notes": result.notes}
@@ -441,7 +499,54 @@ def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def cmd_datasets(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """`datasets`: every imported dataset, newest first (the measured page's list)."""
+    from core.evidence.importers import list_datasets
+
+    rows = list_datasets(get_store(args.db))
+    return [
+        {
+            "id": int(d["id"]),
+            "name": d["name"],
+            "format": d["format"],
+            "rows": int(d["row_count"]),
+            "imported_at": d["imported_at"].isoformat(sep=" ", timespec="seconds"),
+            "file_name": d["file_name"],
+        }
+        for d in rows.iter_rows(named=True)
+    ]
+
+
+def cmd_delete_dataset(args: argparse.Namespace) -> dict[str, Any]:
+    """`delete-dataset DATASET`: delete one dataset and its measurements in one transaction (nothing else is touched)."""
+    from core.evidence.importers import delete_dataset, list_datasets
+
+    store = get_store(args.db)
+    datasets = list_datasets(store)
+    given = str(args.dataset).strip()
+    hit = datasets.filter((pl.col("id").cast(pl.String) == given) | (pl.col("name") == given))
+    if hit.height > 1:
+        raise CliError(f"DATASET: {given!r} names {hit.height} datasets ({', '.join(str(i) for i in hit['id'])}): give the id")
+    if hit.height == 0:
+        if datasets.height == 0:
+            raise CliError(f"DATASET: {given!r} is not stored; the store holds no datasets (`roofline import FILE` adds one)")
+        by_name = dict(zip(datasets["name"], datasets["id"], strict=True))
+        close = difflib.get_close_matches(given, list(by_name), n=3, cutoff=0.3)
+        hint = (
+            f"did you mean {', '.join(f'{n!r} (id {by_name[n]})' for n in close)}?"
+            if close
+            else "`roofline datasets` lists the stored ones"
+        )
+        raise CliError(f"DATASET: {given!r} is not stored; {hint}")
+    info = hit.row(0, named=True)
+    delete_dataset(store, int(info["id"]))
+    return {"deleted": {"id": int(info["id"]), "name": info["name"], "rows": int(info["row_count"])}}
+
+
 def cmd_probe(args: argparse.Namespace) -> None:
+    if args.out:
+        _check_out(args.out)  # before the measurement, not after it
+        _make_folder(args.out)
     try:
         backend = probe_cli.backend_for(args.device)
     except RuntimeError as exc:

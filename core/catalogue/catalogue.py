@@ -361,28 +361,63 @@ def load_catalogue(store: Source) -> Catalogue:
 
 
 def add_custom_accelerator(store: Source, acc: Accelerator) -> None:
-    """Store a validated custom accelerator; refuses an id the catalogue already has."""
+    """Store a validated custom accelerator; refuses an id or a name the catalogue already has, in the form's words."""
     known = load_catalogue(store).accelerators
     if acc.id in known:
-        raise CatalogueError(f"id: an accelerator called {acc.id!r} already exists")
+        raise CatalogueError(f"Name: the ID {acc.id!r} made from this name already exists ({known[acc.id].name}); choose another name")
     if acc.name in {a.name for a in known.values()}:
         raise CatalogueError(
-            f"name: an accelerator named {acc.name!r} already exists (names tell accelerators apart on screen and in links)"
+            f"Name: an accelerator named {acc.name!r} already exists; choose another name "
+            "(names tell accelerators apart on screen and in links)"
         )
     store.insert("insert_custom_accelerator", accelerator_frame([acc]))
 
 
-def add_custom_model(store: Source, config_text: str, *, model_id: str, name: str, notes: str = "") -> ModelRecord:
-    """Parse and store a custom model from config.json text; ConfigError names the field."""
-    cfg = parse_config_text(config_text)
-    record = model_from_config(cfg, model_id=model_id, name=name)
+def add_custom_model(
+    store: Source, config_text: str, *, model_id: str, name: str, notes: str = "", source: str = "config.json"
+) -> ModelRecord:
+    """Parse and store a custom model from config.json text.
+
+    ConfigError names `source` (the uploaded file's name, or config.json for pasted text) and the key at fault;
+    CatalogueError an id or name the catalogue already has.
+    """
+    cfg = parse_config_text(config_text, source=source)
+    try:
+        record = model_from_config(cfg, model_id=model_id, name=name)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from exc
     known = load_catalogue(store).records
     if model_id in known:
-        raise CatalogueError(f"id: a model called {model_id!r} already exists")
+        raise CatalogueError(f"Name: the ID {model_id!r} made from this name already exists ({known[model_id].name}); choose another name")
     if name in {r.name for r in known.values()}:
-        raise CatalogueError(f"name: a model named {name!r} already exists (names tell models apart on screen and in links)")
+        raise CatalogueError(
+            f"Name: a model named {name!r} already exists; choose another name (names tell models apart on screen and in links)"
+        )
     store.execute("insert_custom_model", id=model_id, name=name, config_json=json.dumps(cfg), notes=notes)
     return record
+
+
+def config_source(file_id: str | None, file_name: str, pasted: str, last: dict[str, Any]) -> tuple[str | None, str]:
+    """Which config.json the custom-model form uses: "file", "text" or None (refused), and a note saying why.
+
+    Only one given: that one. Both: the one changed since the last press (`last`: the file id, the text and what was
+    used then), the note naming the other as not used; both changed at once: refused, asking to remove one; neither
+    changed: what was used last time. A file removed from the uploader is no file, so never used.
+    """
+    has_file, has_text = file_id is not None, bool(pasted.strip())
+    if not has_file and not has_text:
+        return None, "no config.json: upload the file or paste its text"
+    if has_file != has_text:
+        return ("file" if has_file else "text"), ""
+    file_new, text_new = file_id != last.get("file"), pasted != last.get("text")
+    if file_new and not text_new:
+        return "file", f"Used the uploaded {file_name}; the pasted text, unchanged since your last try, was not used."
+    if text_new and not file_new:
+        return "text", f"Used the pasted text; the uploaded {file_name}, from an earlier try, was not used (remove it with ×)."
+    if not file_new and not text_new and last.get("used") in ("file", "text"):
+        kept = f"the uploaded {file_name}" if last["used"] == "file" else "the pasted text"
+        return last["used"], f"Used {kept} again, as on your last try; the other was not used."
+    return None, f"both an uploaded file ({file_name}) and pasted text: remove the file (×) or clear the text, then press Add model"
 
 
 def delete_custom(store: Source, kind: str, entry_id: str) -> None:

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from pydantic import ValidationError
 
 from core.catalogue.bounded_json import MAX_DEPTH, JSONLimitError, loads
+from core.catalogue.messages import Words, explain
 from core.catalogue.specs import ModelRecord
 
 #: Largest config.json read. Real ones are a few kB (the largest seed, Llama 4
@@ -136,7 +137,7 @@ def parse_config_text(text: str, *, source: str = "config.json") -> dict[str, An
     except JSONLimitError as exc:
         raise ConfigError(str(exc)) from None
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{source}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        raise ConfigError(f"{source} is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}") from exc
     if not isinstance(cfg, dict):
         raise ConfigError(f"{source}: expected a JSON object, got {type(cfg).__name__}")
     return cfg
@@ -215,9 +216,26 @@ def model_from_config(cfg: dict[str, Any], *, model_id: str, name: str | None = 
     try:
         return ModelRecord(**fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"]) or "config"
-        raise ConfigError(f"{loc}: {err['msg']}") from exc
+        raise ConfigError("; ".join(explain(exc, MODEL_WORDS))) from exc
+
+
+#: A ModelRecord field's words in messages: the config.json key it is read from (the user's file's words);
+#: the id and the name come from the form's name.
+MODEL_WORDS: dict[str, Words] = {
+    "id": Words("ID made from the name", allowed="shorten the name"),
+    "name": Words("Name", empty="give the model a name"),
+    "num_layers": Words("num_hidden_layers", "layers"),
+    "num_heads": Words("num_attention_heads", "heads"),
+    "num_kv_heads": Words("num_key_value_heads", "heads"),
+    "num_experts": Words("num_local_experts", "experts"),
+    "experts_per_token": Words("num_experts_per_tok", "experts"),
+    "num_shared_experts": Words("n_shared_experts", "experts"),
+    "shared_intermediate_size": Words("shared_expert_intermediate_size"),
+    "window": Words("sliding_window", "tokens"),
+    "max_context": Words("max_position_embeddings", "tokens"),
+    **{k: Words(k) for k in ("vocab_size", "hidden_size", "head_dim", "intermediate_size", "moe_intermediate_size")},
+    **{k: Words(k) for k in ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")},
+}
 
 
 def _int(c: dict[str, Any], *keys: str) -> int:

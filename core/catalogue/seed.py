@@ -15,12 +15,20 @@ from typing import Any
 import polars as pl
 from pydantic import ValidationError
 
+from core.catalogue.messages import Words, explain
 from core.catalogue.model_config import ConfigError, model_from_config, parse_config_text
 from core.catalogue.specs import Accelerator, Column, accelerator_columns, value_type
 
 
 class CatalogueError(ValueError):
-    """A seed or custom row that fails validation; the message names the row."""
+    """A seed or custom row that fails validation; the message names the field (by its label, in its unit) or the row.
+
+    `problems` lists every problem found, one sentence each (the message joins them).
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [message]
 
 
 def accelerator_seed_frame(seed_dir: Path) -> pl.DataFrame:
@@ -42,7 +50,7 @@ def accelerator_seed_frame(seed_dir: Path) -> pl.DataFrame:
         try:
             records.append(accelerator_from_row(values))
         except CatalogueError as exc:
-            raise CatalogueError(f"{path.name} row {line}: {exc}") from exc
+            raise CatalogueError(f"{path.name} row {line} ({cells.get('id')}): {exc}") from exc
     ids = [r.id for r in records]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -68,14 +76,34 @@ def seed_value(text: str | None, name: str, col: Column) -> Any:
     return text
 
 
-def accelerator_from_row(row: dict[str, Any]) -> Accelerator:
-    """Validate one row (SI units, store or form) as an `Accelerator`; CatalogueError naming the field otherwise."""
+def accelerator_words(**overrides: Words) -> dict[str, Words]:
+    """Each accelerator field's label and reading unit (from its Column), for error messages; `overrides` by field name."""
+    words = {name: Words(col.label, col.unit, col.scale) for name, col in accelerator_columns().items()}
+    words["id"] = Words("ID", allowed="lowercase letters, digits, '.' and '-', starting with a letter or digit (e.g. h100-sxm)")
+    words["name"] = Words("Name", empty="give the accelerator a name")
+    words["vendor"] = Words("Vendor", empty="name the vendor")
+    words["year"] = Words("Year", grouped=False)
+    words["memory_type"] = Words(
+        "Memory type", allowed="use letters, digits, spaces, '+', '.' and '-', starting with a letter or digit (e.g. HBM3e)"
+    )
+    return {**words, **overrides}
+
+
+#: The custom-accelerator form's words: the ID is made from the name there, and its errors say so.
+FORM_WORDS = accelerator_words(id=Words("ID made from the name", allowed="shorten the name"))
+
+
+def accelerator_from_row(row: dict[str, Any], words: dict[str, Words] | None = None) -> Accelerator:
+    """Validate one row (SI units, store or form) as an `Accelerator`.
+
+    CatalogueError otherwise, naming every field at fault by its label, with values and bounds in its reading unit
+    (`words`, default accelerator_words()): "Bandwidth must be at most 50 TB/s (got 3,350 TB/s)".
+    """
     try:
         return Accelerator.model_validate(row)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        raise CatalogueError(f"{row.get('id')!r}: {field}: {err['msg']}") from exc
+        problems = explain(exc, words or accelerator_words())
+        raise CatalogueError("; ".join(problems), problems) from exc
 
 
 def field_type(name: str) -> type:

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from core.catalogue.precisions import PEAK_PRECISIONS, compute_precision, storage_format
 
@@ -186,20 +187,27 @@ class Accelerator(BaseModel):
     @field_validator(*(f"peak_{p}" for p in PEAK_PRECISIONS))
     @classmethod
     def _peak_plausible(cls, value: float | None, info: Any) -> float | None:
+        # errors of pydantic's own kinds, with their bounds in ctx, so that messages say them in the field's unit
         prec = info.field_name.removeprefix("peak_")
         if value is None:
             return None
         if value <= 0:
-            raise ValueError(f"{prec} peak must be empty (unsupported) or > 0, got {value}")
+            raise PydanticCustomError(
+                "empty_or_positive", "{precision} peak must be empty (unsupported) or > 0, got {got}", {"precision": prec, "got": value}
+            )
         lo, hi = PEAK_FLOPS_RANGE
-        if not lo <= value <= hi:
-            raise ValueError(f"{prec} peak {value:.3g} FLOP/s outside the plausible {lo:.0e}..{hi:.0e}")
+        if value < lo:
+            raise PydanticCustomError("greater_than_equal", "Input should be greater than or equal to {ge}", {"ge": lo})
+        if value > hi:
+            raise PydanticCustomError("less_than_equal", "Input should be less than or equal to {le}", {"le": hi})
         return value
 
     @model_validator(mode="after")
     def _some_peak(self) -> Accelerator:
         if not any(self.peak_flops.values()):
-            raise ValueError("at least one precision needs a peak FLOP/s")
+            raise PydanticCustomError(
+                "no_peak", "No dense peak given: enter at least one precision's dense peak (TFLOP/s or TOPS), e.g. bf16 dense"
+            )
         return self
 
     @property

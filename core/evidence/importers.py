@@ -35,9 +35,10 @@ MAX_FILE_BYTES = 200_000_000  # the app's upload limit (.streamlit/config.toml)
 class ImportFileError(ValueError):
     """A file that cannot be imported; str() is one line naming file, row, column and problem."""
 
-    def __init__(self, message: str, *, missing: MissingColumnsError | None = None) -> None:
+    def __init__(self, message: str, *, missing: MissingColumnsError | None = None, duplicate_of: int | None = None) -> None:
         super().__init__(message)
         self.missing = missing  # set when a column-mapping step can fix it
+        self.duplicate_of = duplicate_of  # the id of the dataset the same file was imported as
 
 
 class ImportContext(BaseModel):
@@ -105,7 +106,8 @@ def import_file(
         d = dup.row(0, named=True)
         then = "delete it first" if store.dataset_writable(int(d["id"])) else "it is in the read-only store"
         raise ImportFileError(
-            f"{file_name}: already imported as dataset {d['id']} ({d['name']!r}, {d['imported_at']:%Y-%m-%d %H:%M}); {then}"
+            f"{file_name}: already imported as dataset {d['id']} ({d['name']!r}, {d['imported_at']:%Y-%m-%d %H:%M}); {then}",
+            duplicate_of=int(d["id"]),
         )
     if progress:
         progress(0.8, f"writing {parsed.rows.height:,} measurements")

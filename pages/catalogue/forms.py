@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import streamlit as st
-from pydantic import ValidationError
 
-from core.catalogue.catalogue import add_custom_accelerator, add_custom_model, delete_custom
+from core.catalogue.catalogue import add_custom_accelerator, add_custom_model, config_source, delete_custom
 from core.catalogue.model_config import ConfigError, slugify
-from core.catalogue.seed import CatalogueError, accelerator_from_row, field_type
-from core.catalogue.specs import accelerator_columns
+from core.catalogue.seed import FORM_WORDS, CatalogueError, accelerator_from_row, field_type
+from core.catalogue.specs import Accelerator, accelerator_columns
 from core.evidence.matching import NoMatchError
 from core.evidence.probes import ProbeFileError, delete_profile, import_probe, measured_line
 from core.present.tables import profiles_display
@@ -18,69 +18,154 @@ from core.present.text import escape_markdown
 from core.store import ReadOnlyError, StoreError
 from pages.shared.data import catalogue, store
 
+#: The peaks' order on the form: the formats people look up first.
+FORM_PEAKS = ("bf16", "fp8", "fp4", "fp16", "int8", "fp6", "tf32", "fp32", "int4")
+#: Where each accelerator field goes in the form: the record's identity first, then memory, the peaks in a grid, the rest.
+FORM_GROUPS = (("name", "vendor"), ("form_factor", "year"), ("memory_bytes", "bandwidth_bytes_per_s"))
+
 
 def custom_accelerator_form() -> None:
-    """A form with one input per accelerator field, in its datasheet unit; validated before anything is stored."""
+    """A form with one input per accelerator field, in its datasheet unit; validated before anything is stored.
+
+    Every problem is listed in the form's words (label, unit); nothing is stored unless all fields pass.
+    """
     st.subheader("Custom accelerator")
     row: dict[str, Any] = {"form_factor": "custom", "notes": "user-entered", "custom": True}
+    fields = {name: col for name, col in accelerator_columns().items() if col.form}
     with st.form("custom_gpu", clear_on_submit=False):
+        placed: set[str] = set()
+        for group in FORM_GROUPS:
+            cols = st.columns(len(group))
+            for where, name in zip(cols, group, strict=True):
+                row[name] = _field_input(name, fields[name], where)
+                placed.add(name)
+        st.markdown("**Dense peaks** (leave 0 where the precision is unsupported; at least one is needed)")
+        peaks = sorted((n for n in fields if n.startswith("peak_")), key=lambda n: _order(n.removeprefix("peak_")))
         cols = st.columns(3)
-        for i, (name, col) in enumerate(c for c in accelerator_columns().items() if c[1].form):
-            where = cols[i % 3] if name.startswith("peak_") else st
-            row[name] = _field_input(name, col, where)
+        for i, name in enumerate(peaks):
+            row[name] = _field_input(name, fields[name], cols[i % 3])
+            placed.add(name)
+        rest = [n for n in fields if n not in placed]
+        cols = st.columns(2)
+        for i, name in enumerate(rest):
+            row[name] = _field_input(name, fields[name], cols[i % 2] if name != "sources" else st)
         submitted = st.form_submit_button("Add accelerator", icon=":material/add:")
     if submitted:
         row["id"] = slugify(row.get("name") or "custom")
         row["vendor"] = row.get("vendor") or "custom"
         row["sources"] = row.get("sources") or "user-entered"
         try:
-            acc = accelerator_from_row(row)
+            acc = accelerator_from_row(row, FORM_WORDS)
             add_custom_accelerator(store(), acc)
-        except (CatalogueError, StoreError, ValidationError) as exc:
-            st.error(f"Not added: {escape_markdown(str(exc))}", icon=":material/error:")
+        except CatalogueError as exc:
+            _refused("Not added", exc.problems)
+        except StoreError as exc:
+            _refused("Not added", [str(exc)])
         else:
-            st.success(f"Added {escape_markdown(acc.name)} as `{acc.id}`.", icon=":material/check_circle:")
+            year = f", {acc.year}" if acc.year else ", no year"
+            st.success(f"Added {escape_markdown(acc.name)} as `{acc.id}`{year}.", icon=":material/check_circle:")
+
+
+def _refused(what: str, problems: list[str]) -> None:
+    """An error box listing every problem, in the user's words."""
+    if len(problems) == 1:
+        st.error(f"{what}: {escape_markdown(problems[0])}", icon=":material/error:")
+    else:
+        st.error(f"{what}:\n" + "\n".join(f"- {escape_markdown(p)}" for p in problems), icon=":material/error:")
 
 
 def _field_input(name: str, col: Any, where: Any) -> Any:
     """One field's input in its reading unit; returns the SI value (None for an empty or zero figure)."""
     label = col.heading()
+    if name == "year":  # text, so that it can be left empty (unknown); validated as a whole number from 2010 to 2030
+        info = Accelerator.model_fields["year"]
+        bounds = {type(m).__name__: m for m in info.metadata}
+        first, last = bounds["Ge"].ge, bounds["Le"].le  # type: ignore[attr-defined]
+        this_year = min(max(dt.date.today().year, first), last)
+        text = where.text_input(
+            label,
+            value=str(this_year),
+            key=f"custom_{name}",
+            help=f"Year of release or announcement, {first} to {last} (default: this year). Leave it empty if unknown: the "
+            "ridge page's year filter keeps accelerators without a year.",
+        )
+        return text.strip() or None
     if field_type(name) is str or field_type(name) is list:
-        text = where.text_input(label, value=str(col.example or ""), key=f"custom_{name}", help=col.doc)
+        text = where.text_input(label, value=str(col.example or ""), key=f"custom_{name}", help=_capital(col.doc))
         return text.strip() or None
     if field_type(name) is int:
-        value = where.number_input(label, 0, 10_000, int(col.example or 0), key=f"custom_{name}", help=f"{col.doc}; 0 = unknown.")
+        value = where.number_input(label, 0, 10_000, int(col.example or 0), key=f"custom_{name}", help=f"{_capital(col.doc)}; 0 = unknown.")
         return value or None
     value = where.number_input(
-        label, 0.0, 1e6, float(col.example or 0.0), key=f"custom_{name}", help=f"{col.doc}; 0 = unknown or unsupported."
+        label,
+        0.0,
+        1e6,
+        float(col.example or 0.0),
+        key=f"custom_{name}",
+        help=f"{_capital(col.doc)}; 0 = unknown or unsupported.",
+        format="%.4g",
     )
-    return value * col.scale if value > 0 else None
+    return value * col.scale if value else None
+
+
+def _order(precision: str) -> int:
+    return FORM_PEAKS.index(precision) if precision in FORM_PEAKS else len(FORM_PEAKS)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def custom_model_form() -> None:
-    """Upload or paste a Hugging Face config.json; refused with the field named if it is incomplete."""
+    """Upload or paste a Hugging Face config.json; refused with the key named if it is incomplete.
+
+    With both a file and pasted text, what the user changed since the last press is used, and the note says
+    which; when both changed (or neither is new and nothing was chosen before) the form asks to remove one.
+    A file removed from the uploader (×) is never used.
+    """
     st.subheader("Custom model")
     with st.form("custom_model", clear_on_submit=False):
         name = st.text_input("Name", placeholder="My fine-tune 8B", help="Display name; the id is derived from it.")
-        upload = st.file_uploader("config.json", type=["json"], help="The model's Hugging Face config.json.")
-        pasted = st.text_area("…or paste config.json", height=150, help="Used when no file is uploaded.")
+        upload = st.file_uploader("config.json", type=["json"], help="The model's Hugging Face config.json.", key="cm_upload")
+        pasted = st.text_area(
+            "…or paste config.json",
+            height=150,
+            key="cm_pasted",
+            help="Used when no file is uploaded. With both, the one you changed since the last press is used (and the note says "
+            "which); remove the file with × to use the text.",
+        )
         submitted = st.form_submit_button("Add model", icon=":material/add:")
-    if submitted:
-        text = upload.getvalue().decode("utf-8", errors="replace") if upload is not None else pasted
-        if not name.strip():
-            st.error("Not added: name is empty.", icon=":material/error:")
-        elif not text.strip():
-            st.error("Not added: upload a config.json or paste its text.", icon=":material/error:")
-        else:
-            try:
-                rec = add_custom_model(store(), text, model_id=slugify(name), name=name.strip())
-            except (ConfigError, CatalogueError, StoreError) as exc:
-                st.error(f"Not added: config.json {escape_markdown(str(exc))}", icon=":material/error:")
-            else:
-                st.success(
-                    f"Added {escape_markdown(rec.name)} as `{rec.id}` ({rec.num_layers} layers, hidden {rec.hidden_size}).",
-                    icon=":material/check_circle:",
-                )
+    if not submitted:
+        return
+    last = st.session_state.get("cm_last", {})
+    file_id = upload.file_id if upload is not None else None
+    used, note = config_source(file_id, upload.name if upload is not None else "", pasted, last)
+    st.session_state["cm_last"] = {"file": file_id, "text": pasted, "used": used}
+    if not name.strip():
+        _refused("Not added", ["Name is empty: give the model a name"])
+        return
+    if used is None:
+        _refused("Not added", [note])
+        return
+    if note:
+        st.info(escape_markdown(note), icon=":material/info:")
+    if used == "file" and upload is not None:
+        text, source = upload.getvalue().decode("utf-8", errors="replace"), upload.name
+    else:
+        text, source = pasted, "the pasted config.json"
+    try:
+        rec = add_custom_model(store(), text, model_id=slugify(name), name=name.strip(), source=source)
+    except (ConfigError, CatalogueError) as exc:
+        _refused("Not added", [str(exc)])
+    except StoreError as exc:
+        _refused("Not added", [str(exc)])
+    else:
+        origin = f"the uploaded {upload.name}" if used == "file" and upload is not None else "the pasted text"
+        st.success(
+            f"Added {escape_markdown(rec.name)} as `{rec.id}` from {escape_markdown(origin)} ({rec.num_layers} layers, "
+            f"hidden size {rec.hidden_size:,}).",
+            icon=":material/check_circle:",
+        )
 
 
 def delete_custom_form() -> None:

@@ -6,14 +6,21 @@ import streamlit as st
 
 from core.catalogue.catalogue import filter_table
 from core.present.tables import accelerator_table, model_table
-from core.present.text import escape_markdown
+from core.present.text import escape_markdown, plural
 from pages.catalogue.forms import custom_accelerator_form, custom_model_form, delete_custom_form, probe_form
 from pages.shared.data import catalogue, store
-from pages.shared.ui import table_download
+from pages.shared.params import presenting
+from pages.shared.ui import data_table
 
 st.title("Catalogue")
-st.caption("Every accelerator figure is the vendor's dense peak in decimal units, with its source; every model is its own config.json.")
 cat = catalogue(datasheet=True)
+if presenting():  # the headline figures lead; the filters fold away
+    k1, k2, k3 = st.columns(3)
+    k1.metric("Accelerators", f"{cat.gpus.height:,}", help="In the catalogue: the shipped datasheets and your custom ones.")
+    k2.metric("Models", f"{cat.models.height:,}", help="Each from its own config.json.")
+    k3.metric("Vendors", f"{cat.gpus['vendor'].n_unique():,}", help="Of the accelerators.")
+else:
+    st.caption("Every accelerator figure is the vendor's dense peak in decimal units, with its source; every model is its own config.json.")
 for line in cat.unreadable:  # stored by an older version before shape fields were bounded: left out, not deleted
     st.warning(f"Custom model left out: {escape_markdown(line)}. Delete it and add its config.json again.", icon=":material/warning:")
 
@@ -28,7 +35,7 @@ tab_gpus, tab_models, tab_custom, tab_probe = st.tabs(
 
 with tab_gpus:
     gpus = cat.gpus
-    c1, c2, c3 = st.columns([2, 2, 2])
+    c1, c2, c3 = (st.expander("Filters: search, vendor, form factor", expanded=False) if presenting() else st).columns([2, 2, 2])
     text = c1.text_input("Search accelerators", placeholder="e.g. h100, MI300", key="cat_gpu_search", help="Matches id or name.")
     vendors = c2.multiselect("Vendor", sorted(gpus["vendor"].unique()), key="cat_gpu_vendor", help="Show only these vendors.")
     forms = c3.multiselect(
@@ -38,42 +45,37 @@ with tab_gpus:
     if shown.is_empty():
         st.info("No accelerator matches these filters.", icon=":material/search_off:")
     else:
-        st.dataframe(
+        data_table(
             shown,
-            hide_index=True,
+            "accelerators",
             key="gpu_table",
             column_config={
                 "source": st.column_config.LinkColumn("source", help="Datasheet or vendor page for the figures"),
-                "bf16 ridge (FLOP/B)": st.column_config.NumberColumn(format="%.0f"),
+                "bf16 ridge (FLOP/B)": st.column_config.NumberColumn(format="%,.0f"),
             },
         )
-        st.caption(f"{shown.height} of {gpus.height} accelerators. Empty cells: the precision is not supported natively (never zero).")
-        table_download(shown, "accelerators")
+        st.caption(
+            f"{shown.height:,} of {plural(gpus.height, 'accelerator')}. A dash: the precision is not supported natively (never zero)."
+        )
 
 with tab_models:
     models = model_table(cat.models)
-    c1, c2 = st.columns([2, 2])
+    c1, c2 = (st.expander("Filters: search, attention", expanded=False) if presenting() else st).columns([2, 2])
     text = c1.text_input("Search models", placeholder="e.g. llama, qwen3", key="cat_model_search", help="Matches id or name.")
     kinds = c2.multiselect("Attention", sorted(models["attention"].unique()), key="cat_model_attn", help="MHA, GQA, MQA or MLA.")
     shown = filter_table(models, text, attention=kinds)
     if shown.is_empty():
         st.info("No model matches these filters.", icon=":material/search_off:")
     else:
-        st.dataframe(
+        data_table(
             shown,
-            hide_index=True,
+            "models",
             key="model_table",
-            column_config={
-                "total params (B)": st.column_config.NumberColumn(format="%.2f"),
-                "active params (B)": st.column_config.NumberColumn(format="%.2f"),
-                "published total (B)": st.column_config.NumberColumn(format="%.2f"),
-                "params source": st.column_config.LinkColumn("params source"),
-            },
+            column_config={"params source": st.column_config.LinkColumn("params source")},
         )
         st.caption(
-            f"{shown.height} of {models.height} models. Parameters are computed from each config.json and checked against the published count."
+            f"{shown.height:,} of {plural(models.height, 'model')}. Parameters are computed from each config.json and checked against the published count."
         )
-        table_download(shown, "models")
 
 with tab_custom:
     if store().read_only:

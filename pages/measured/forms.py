@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
+from pydantic import ValidationError
 
 from core.catalogue.catalogue import Catalogue
+from core.catalogue.messages import Words, explain
 from core.catalogue.precisions import COMPUTE_FORMATS
 from core.catalogue.precisions import FORMATS as PRECISIONS
 from core.evidence.formats import CANONICAL
@@ -14,6 +16,7 @@ from core.evidence.formats.generic import one_row_csv
 from core.evidence.formats.registry import BY_NAME as FORMATS
 from core.evidence.formats.registry import UPLOAD_TYPES, format_help
 from core.evidence.importers import ImportContext, ImportFileError, columns_to_map, delete_dataset, import_file, rename_dataset
+from core.evidence.measurements import Measurement
 from core.present.text import escape_markdown
 from core.store import SessionStore, Store, StoreError
 
@@ -234,6 +237,27 @@ def measurement_form(cat: Catalogue, store: Store | SessionStore, gpu_now: str, 
             sent = st.form_submit_button("Add this measurement", icon=":material/add:", help="Validate it and keep it as a dataset.")
         if not sent:
             return
+        typed = {
+            "gpu": gpu,
+            "num_gpus": int(count),
+            "model": model,
+            "weights": weights,
+            "kv": kv,
+            "compute": None if compute == FROM_WEIGHTS else compute,
+            "phase": phase,
+            "batch": int(batch),
+            "input_tokens": int(inp),
+            "output_tokens": int(out),
+            "tokens_per_s": float(tps),
+            "ttft_s": float(ttft) / 1000 or None,
+            "tpot_s": float(tpot) / 1000 or None,
+        }
+        try:  # the record's rules, said in this form's labels and units (ms, not the file's s)
+            Measurement.model_validate(typed)
+        except ValidationError as exc:
+            problems = [escape_markdown(p) for p in explain(exc, MEASUREMENT_WORDS)]
+            st.error("Not added: " + "; ".join(problems), icon=":material/error:")
+            return
         csv = one_row_csv(
             gpu=gpu,
             num_gpus=int(count),
@@ -260,4 +284,15 @@ def measurement_form(cat: Catalogue, store: Store | SessionStore, gpu_now: str, 
 
 
 FROM_WEIGHTS = "(from the weights)"
+#: The typed measurement's fields by this form's labels and units (times in ms), for its error messages.
+MEASUREMENT_WORDS = {
+    "num_gpus": Words("Accelerator count", "accelerators"),
+    "batch": Words("Batch (sequences)", "sequences"),
+    "input_tokens": Words("Input tokens per request", "tokens"),
+    "output_tokens": Words("Output tokens per request", "tokens"),
+    "tokens_per_s": Words("Tokens/s", "tokens/s", empty="enter the measured tokens/s"),
+    "ttft_s": Words("TTFT", "ms", 1e-3),
+    "tpot_s": Words("TPOT", "ms", 1e-3),
+    "phase": Words("What was measured"),
+}
 PHASE_LABELS = {"decode": "decode only", "mixed": "a serving run (prefill included)", "prefill": "prefill only"}

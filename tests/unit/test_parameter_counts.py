@@ -148,8 +148,8 @@ def test_non_object_json_is_refused() -> None:
 
 @pytest.mark.parametrize("text", ['{"hidden_size": 4096,', "not json", ""])
 def test_invalid_json_is_refused(text: str) -> None:
-    """Invalid JSON is refused with the source name, 'invalid JSON' and a line/column position."""
-    with pytest.raises(ConfigError, match=r"upload\.json: invalid JSON at line \d+ column \d+"):
+    """Invalid JSON is refused with the source name, 'is not valid JSON' and a line/column position."""
+    with pytest.raises(ConfigError, match=r"upload\.json is not valid JSON: line \d+, column \d+: "):
         parse_config_text(text, source="upload.json")
 
 

@@ -92,7 +92,7 @@ def test_an_implausible_seed_figure_fails_loudly_naming_the_row(tmp_path, seed_c
     row[col] = "3350"
     lines[i] = ",".join(row)
     csv.write_text("\n".join(lines) + "\n")
-    with pytest.raises(CatalogueError, match=r"h100-sxm.*bandwidth_bytes_per_s"):
+    with pytest.raises(CatalogueError, match=r"row \d+ \(h100-sxm\): Bandwidth must be at most 50 TB/s \(got 3,350 TB/s\)"):
         Store(tmp_path / "s.duckdb", seed_dir=seed_copy)
 
 
@@ -105,7 +105,7 @@ def test_a_zero_peak_is_refused_because_unsupported_means_empty(tmp_path, seed_c
     row = lines[1].split(",")
     row[col] = "0"
     csv.write_text("\n".join([lines[0], ",".join(row), *lines[2:]]) + "\n")
-    with pytest.raises(CatalogueError, match="fp8 peak must be empty"):
+    with pytest.raises(CatalogueError, match="fp8 dense must be empty where unsupported"):
         Store(tmp_path / "s.duckdb", seed_dir=seed_copy)
 
 
@@ -131,9 +131,9 @@ def test_a_duplicate_custom_id_is_refused_and_nothing_is_written(tmp_path):
 def test_a_duplicate_custom_name_is_refused(tmp_path):
     """Names tell entries apart in pickers and links: a second accelerator or model under a taken name is refused, nothing written."""
     store = Store(tmp_path / "s.duckdb")
-    with pytest.raises(CatalogueError, match="name: an accelerator named 'NVIDIA H100 SXM5 80GB' already exists"):
+    with pytest.raises(CatalogueError, match="Name: an accelerator named 'NVIDIA H100 SXM5 80GB' already exists; choose another name"):
         add_custom_accelerator(store, accelerator_from_row({**_custom_gpu(), "name": "NVIDIA H100 SXM5 80GB"}))
-    with pytest.raises(CatalogueError, match="name: a model named 'Llama 3.2 1B' already exists"):
+    with pytest.raises(CatalogueError, match="Name: a model named 'Llama 3.2 1B' already exists; choose another name"):
         add_custom_model(store, (SEED / "models/llama-3.2-1b.json").read_text(), model_id="my-copy", name="Llama 3.2 1B")
     cat = load_catalogue(store)
     assert cat.gpus.filter(pl.col("custom")).height == 0 and not any(r.custom for r in cat.records.values())
