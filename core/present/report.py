@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import html
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -18,8 +20,10 @@ from core.model.ceilings import ceiling, operation_table
 from core.model.result import Ceiling
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_table, roof_lines
 from core.model.scenario import Scenario
-from core.present.charts import export_chart, ridge_bars, roofline_chart
+from core.present.charts import export_chart, roofline_chart
+from core.present.exports import scenario_line, scenario_parts, titled
 from core.present.readings import plain_reading
+from core.present.ridge_charts import ridge_chart
 from core.present.text import duration, si
 
 #: The modelling rules the numbers rest on, stated in the report.
@@ -52,6 +56,27 @@ HEADLINES = (
 )
 
 
+#: A section's table shows at most this many rows (the page's CSV download has every one).
+MAX_ROWS = 200
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the page being viewed, as the report holds it: a heading, a sentence, figures, a table, charts.
+
+    A page hands the report what it shows beyond the scenario's own figures (the calculator's cost and charts, the
+    comparison's table and frontier, a dataset's summary and scorecard, the roofline's overlays). Text is plain (no
+    markdown); a table's floats are written to 4 significant figures; charts are Vega-Lite specs or Altair charts.
+    """
+
+    title: str
+    text: str = ""
+    figures: tuple[tuple[str, str], ...] = ()
+    table: pl.DataFrame | None = None
+    charts: tuple[Any, ...] = ()
+    line: str | None = None  # what the charts are of, in their titles (None: the report's scenario)
+
+
 def headline_figures(result: Ceiling) -> list[tuple[str, str]]:
     """(label, formatted value) pairs of the scenario's headline figures, as shown on screen."""
     out = []
@@ -66,8 +91,20 @@ def headline_figures(result: Ceiling) -> list[tuple[str, str]]:
     return out
 
 
-def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | None = None) -> str:
-    """The HTML report of one scenario (a complete document as a string)."""
+def report_html(
+    cat: Catalogue,
+    scenario: Scenario,
+    *,
+    page: str = "",
+    sections: Sequence[Section] = (),
+    generated: dt.datetime | None = None,
+) -> str:
+    """The HTML report of the page being viewed (a complete document as a string).
+
+    `scenario` is the page's (its own options included: the calculator's speculative decoding, reserve and price);
+    its headline figures, roofline, ridge points and operations are the report's first part. `sections` are what
+    the page shows beyond them, in the page's order, under the page's name `page`.
+    """
     result = ceiling(cat, scenario)
     gpu = cat.gpu(scenario.gpu)
     model = cat.model(scenario.model)
@@ -80,11 +117,19 @@ def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | 
         eff_compute=scenario.eff_compute,
     )
     title = f"{model.name} on {scenario.num_gpus} × {gpu.name}"
-    roof_svg = export_chart(roofline_chart(roofs, points, paths, title=title), "svg").decode("utf-8")
+    line, said = scenario_line(cat, scenario), scenario_parts(cat, scenario)
+    roof_svg = export_chart(titled(roofline_chart(roofs, points, paths, title=title), line, said), "svg").decode("utf-8")
     prec = result.compute_used or "bf16"
     ridges = ridge_table(cat.gpus, prec, scenario.batch, scenario.weights)
     ridge_svg = export_chart(
-        ridge_bars(ridges, decode_matmul_intensity(scenario.batch, scenario.weights), title=f"Ridge points at {prec}"), "svg"
+        ridge_chart(
+            ridges,
+            decode_matmul_intensity(scenario.batch, scenario.weights),
+            highlight=scenario.gpu,
+            title=f"Ridge points at {prec}",
+            batch=scenario.batch,
+        ),
+        "svg",
     ).decode("utf-8")
     ops = operation_table(cat, scenario, communication=True)
     when = (generated or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
@@ -121,7 +166,7 @@ def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | 
         "th{background:#f1f5f9}.num{text-align:right}.flag{color:#b45309}</style>",
         "</head><body>",
         f"<h1>Roofline report: {e(title)}</h1>",
-        f"<p>Generated {e(when)} by Roofline Explorer.</p>",
+        f"<p>{e(page + ' · ' if page else '')}Generated {e(when)} by Roofline Explorer.</p>",
         "<h2>Scenario</h2>",
         _table(None, scenario_rows),
         "<h2>Headline figures</h2>",
@@ -129,6 +174,7 @@ def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | 
     ]
     for flag in result.flags:
         parts.append(f'<p class="flag">Flag: {e(flag)}</p>')
+    parts += [_section(s, line, said) for s in sections]
     parts += [
         f"<p>{e(plain_reading(points, result).replace('**', ''))}</p>",
         "<h2>Roofline</h2>",
@@ -177,6 +223,37 @@ def report_html(cat: Catalogue, scenario: Scenario, *, generated: dt.datetime | 
         "</body></html>",
     ]
     return "\n".join(parts)
+
+
+def _cell(value: Any) -> str:
+    """A table cell as people write it: floats to 4 significant figures, an em dash where there is no value."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e15 else f"{value:.4g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(_cell(v) for v in value)
+    return str(value)
+
+
+def _section(section: Section, line: str, parts: Sequence[str]) -> str:
+    """One section of the page: its heading, sentence, figures, table (at most MAX_ROWS rows) and charts as SVG."""
+    e = html.escape
+    out = [f"<h2>{e(section.title)}</h2>"]
+    if section.text:
+        out.append(f"<p>{e(section.text)}</p>")
+    if section.figures:
+        out.append(_table(["Figure", "Value"], list(section.figures)))
+    frame = section.table
+    if frame is not None and frame.height:
+        if frame.height > MAX_ROWS:
+            out.append(f"<p>The first {MAX_ROWS:,} of {frame.height:,} rows (the page's CSV download holds every one).</p>")
+        rows = [tuple(_cell(v) for v in row) for row in frame.head(MAX_ROWS).iter_rows()]
+        out.append(_table(list(frame.columns), rows))
+    for chart in section.charts:
+        shown = titled(chart, line, parts) if section.line is None else titled(chart, section.line)
+        out.append(export_chart(shown, "svg").decode("utf-8"))
+    return "\n".join(out)
 
 
 def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:

@@ -8,11 +8,14 @@ from core.catalogue.catalogue import Catalogue
 from core.evidence.bench_commands import TOOLS, bench_command, lengths_for
 from core.model.scenario import Scenario
 from core.plan.planning import default_draft_model
+from core.present.exports import scenario_line
 from core.present.figures import CalculatorView, calculator_view
+from core.present.report import Section
 from core.present.text import duration, escape_markdown, si
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
-from pages.shared.ui import chart_exports, evidence_panel, keep_options, number_columns, show_chart, table_download
+from pages.shared.sidebar import report_of_page
+from pages.shared.ui import chart_exports, data_table, evidence_panel, keep_options, show_chart
 from pages.shared.widgets import calibrated_inputs, scenario_input
 
 
@@ -22,7 +25,9 @@ def figures(cat: Catalogue, sc: Scenario) -> CalculatorView:
 
 
 st.title("Ceiling calculator")
-st.caption("Accelerator, GPUs, model, precisions, batch, context and prompt are in the sidebar; the options below refine the scenario.")
+lead = st.container()  # presentation mode: the headline figures and the frontier lead, the options fold below them
+if not presenting():
+    st.caption("Accelerator, GPUs, model, precisions, batch, context and prompt are in the sidebar; the options below refine the scenario.")
 cat = catalogue()
 target = scenario().model
 with st.expander("Options: speculative decoding, efficiency, memory reserve, price", expanded=not presenting()):
@@ -47,7 +52,8 @@ r = fig.result
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} on {sc.num_gpus} × {escape_markdown(r.gpu_name)} · batch {sc.batch}, context {sc.context:,}"
 )
-m = st.columns(6)
+where = lead if presenting() else st
+m = [*where.columns(3), *where.columns(3)]  # two rows of three: six in a row cut their labels at 1280 px
 m[0].metric(
     "Tokens/s per user", si(r.tokens_per_s_per_user) if r.fits else "—", help="Output tokens per second each sequence sees (tokens/s)."
 )
@@ -71,19 +77,21 @@ elif r.fits:
     st.caption(f"No cost: {escape_markdown(used.label)} (under Options).")
 for flag in r.flags:
     st.warning(flag, icon=":material/flag:")
+if fig.would_fit:
+    st.info(fig.would_fit, icon=":material/memory:")
 evidence_panel(cat, [sc.gpu], sc.model, key="calc_evidence")
 
 left, right = st.columns(2)
 with left:
     st.markdown("**Where a decode cycle's time goes**")
-    show_chart(fig.breakdown)
+    show_chart(fig.breakdown, width="stretch")
     chart_exports(fig.breakdown, "step-breakdown")
 with right:
     st.markdown("**Memory against capacity**")
-    show_chart(fig.memory)
+    show_chart(fig.memory, width="stretch")
     chart_exports(fig.memory, "memory")
     limit = r.max_batch if r.max_batch is not None else "no limit"
-    st.markdown(f"Largest batch at context {sc.context:,}: **{limit}** · fewest GPUs for this model: **{r.min_gpus}**")
+    st.markdown(f"Largest batch at context {sc.context:,}: **{limit}** · fewest GPUs for one sequence at this context: **{r.min_gpus}**")
 
 st.subheader("Throughput against latency")
 if fig.frontier is None:
@@ -92,14 +100,19 @@ if fig.frontier is None:
         icon=":material/memory:",
     )
 else:
-    show_chart(fig.frontier, width="stretch")
+    show_chart(fig.frontier, lead if presenting() else None, width="stretch")
     chart_exports(fig.frontier, "frontier")
+if presenting():
+    lead.caption(escape_markdown(scenario_line(cat, sc)))
 st.caption(fig.frontier_reading)
 
 st.subheader("What if: the three moves")
-st.caption("The same scenario with one lever applied at a time; × columns are the lever's figure over the current one.")
-st.dataframe(fig.what_ifs, hide_index=True, key="calc_whatif", column_config=number_columns(fig.what_ifs))
-table_download(fig.what_ifs, "what-ifs")
+st.caption(
+    "Seed 004's three moves, one lever at a time: lift the diagonal (more memory bandwidth), slide right (fewer bytes or more "
+    "math per byte), raise the ceiling (more FLOP/s). × columns are the lever's figure over the current one; the guided tour's "
+    "step 7 shows this table."
+)
+data_table(fig.what_ifs, "what-ifs", key="calc_whatif")
 
 st.subheader("Measure it", help="The exact benchmark command for this scenario; its result imports back with no questions.")
 lens = lengths_for(sc.prompt, sc.context)
@@ -115,3 +128,27 @@ for tab, tool in zip(tabs, TOOLS, strict=True):
     for note in cmd.notes:
         tab.caption(escape_markdown(note))
     tab.caption(f"Options from {escape_markdown(cmd.source)} · [source]({cmd.url})")
+
+cost = (
+    (
+        ("$ per million output tokens", f"${r.usd_per_million_tokens:,.3f}"),
+        ("$ per million input tokens", f"${r.usd_per_million_input_tokens or 0:,.3f}"),
+        ("Tokens/s per W", si(r.tokens_per_s_per_watt)),
+    )
+    if r.usd_per_million_tokens is not None
+    else ()
+)
+report_of_page(
+    "Ceiling calculator",
+    sc,
+    [
+        Section("Cost at this ceiling", text=f"Price: {used.label}.", figures=cost),
+        Section(
+            "Where a decode cycle's time goes, and memory against capacity",
+            figures=(("Largest batch at this context", str(limit)), ("Fewest GPUs for this model", str(r.min_gpus))),
+            charts=(fig.breakdown, fig.memory),
+        ),
+        Section("Throughput against latency", text=fig.frontier_reading.replace("**", ""), charts=(fig.frontier,) if fig.frontier else ()),
+        Section("What if: the three moves", table=fig.what_ifs),
+    ],
+)

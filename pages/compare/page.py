@@ -15,11 +15,13 @@ from core.plan.purchase import SORT_KEYS, SORT_LABELS, Load, price_table
 from core.plan.targets import BY_KEY as TARGETS
 from core.plan.targets import CUSTOM, OPTION_LABELS, targets_for
 from core.present.figures import CompareView, compare_view
+from core.present.report import Section
 from core.present.tables import prices_display
-from core.present.text import escape_markdown
+from core.present.text import escape_markdown, plural
 from pages.shared.data import HASH_FUNCS, catalogue
-from pages.shared.params import calibration_factors, labels, scenario
-from pages.shared.ui import chart_exports, evidence_panel, number_columns, show_chart, table_download
+from pages.shared.params import calibration_factors, labels, presenting, scenario
+from pages.shared.sidebar import report_of_page
+from pages.shared.ui import chart_exports, data_table, evidence_panel, show_chart
 from pages.shared.widgets import CALIBRATED
 
 MODES = ["fixed batch", "service target"]
@@ -92,27 +94,21 @@ def _apply_preset() -> None:
         st.session_state["cmp_ttft"] = TARGETS[key].ttft_s
 
 
-def _limits_edited() -> None:
-    """A limit typed by hand: the preset no longer says it."""
-    key = st.session_state.get("cmp_target")
-    if key in TARGETS and (
-        st.session_state.get("cmp_tpot") != TARGETS[key].tpot_s * 1e3 or st.session_state.get("cmp_ttft") != TARGETS[key].ttft_s
-    ):
-        st.session_state["cmp_target"] = CUSTOM
-
-
 st.title("Compare accelerators")
-st.caption(
-    "The workload (model, weights, compute, KV cache, context, prompt, batch) is the sidebar's scenario; its accelerator and GPU count "
-    "are chosen here: per accelerator the cheapest configuration (GPUs × batch, tensor parallel within one scale-up domain)."
-)
+lead = st.container()  # presentation mode: the best configuration and the frontier lead, the controls fold below them
+if not presenting():
+    st.caption(
+        "The workload (model, weights, compute, KV cache, context, prompt, batch) is the sidebar's scenario; its accelerator and GPU count "
+        "are chosen here: per accelerator the cheapest configuration (GPUs × batch, tensor parallel within one scale-up domain)."
+    )
 cat = catalogue()
 # the workload is the sidebar's without its accelerator's calibrated factors: a fit applies to the accelerator it was fitted on
 # (passed per accelerator below), never to every accelerator compared
 sc = scenario().model_copy(update={name: default(name) for name in CALIBRATED})
 names = labels(cat, "accelerator")
+box = st.expander("Controls: accelerators, workload, target, sort, rent or buy, load", expanded=False) if presenting() else st.container()
 
-picked = st.multiselect(
+picked = box.multiselect(
     "Accelerators",
     list(names),
     default=["a100-80gb-sxm", "l40s"],
@@ -122,7 +118,7 @@ picked = st.multiselect(
     help="Any number of accelerators; each is tried at 1, 2, 4 ... GPUs in tensor parallel, up to its scale-up domain "
     "(8 on an HGX board, 72 in an NVL72 rack, 1 for Apple and Jetson parts).",
 )
-c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 2])
+c1, c2, c3, c4, c5 = box.columns([2, 2, 1, 1, 2])
 mode = c1.radio(
     "Workload",
     MODES,
@@ -133,17 +129,24 @@ mode = c1.radio(
 )
 targeted = mode == "service target"
 presets = targets_for(sc.model)
-c2.selectbox(
+offered = [CUSTOM, *(t.key for t in presets)]
+target = c2.selectbox(
     "Preset target",
-    [CUSTOM, *(t.key for t in presets)],
+    offered,
     format_func=OPTION_LABELS.__getitem__,  # the labels the link carries (params.LINKS says so too)
     key="cmp_target",
     bind="query-params",
     on_change=_apply_preset,
     disabled=not targeted,
     help="Published latency limits (MLPerf Inference's Server and Interactive scenarios, for the model they were set for) "
-    "or this app's chat and batch assumptions; picking one fills both limits.",
+    "or this app's chat and batch assumptions; picking one sets both limits, custom limits lets you type them.",
 )
+preset = TARGETS.get(str(target))
+if preset is not None:  # the preset says the limits (a link may name it without them): the boxes show its values
+    st.session_state.update(
+        {k: v for k, v in (("cmp_tpot", preset.tpot_s * 1e3), ("cmp_ttft", preset.ttft_s)) if st.session_state.get(k) != v}
+    )
+typed = targeted and preset is None
 tpot_ms = c3.number_input(
     "TPOT ≤ (ms)",
     1.0,
@@ -152,9 +155,9 @@ tpot_ms = c3.number_input(
     1.0,
     key="cmp_tpot",
     bind="query-params",
-    on_change=_limits_edited,
-    disabled=not targeted,
-    help="Time per output token each user sees, in ms (50 ms = 20 tokens/s per user).",
+    disabled=not typed,
+    help="Time per output token each user sees, in ms (50 ms = 20 tokens/s per user). A preset sets it; "
+    "pick custom limits to type your own.",
 )
 ttft_s = c4.number_input(
     "TTFT ≤ (s)",
@@ -164,9 +167,8 @@ ttft_s = c4.number_input(
     0.1,
     key="cmp_ttft",
     bind="query-params",
-    on_change=_limits_edited,
-    disabled=not targeted,
-    help="Time to first token: the prefill of one prompt, in seconds.",
+    disabled=not typed,
+    help="Time to first token: the prefill of one prompt, in seconds. A preset sets it; pick custom limits to type your own.",
 )
 sort_by = c5.selectbox(
     "Sort by",
@@ -176,11 +178,16 @@ sort_by = c5.selectbox(
     format_func=SORT_LABELS.__getitem__,  # the labels the link carries (params.LINKS says so too)
     help="Best first; accelerators that miss the target or do not fit last.",
 )
-preset = TARGETS.get(str(st.session_state.get("cmp_target")))
-if targeted and preset is not None:
-    st.caption(f"Target: {escape_markdown(preset.source)}.")
+# always one caption here: a control below that moves up or down the page when an element appears or goes
+# stops writing its changes into the link (Streamlit 1.67)
+if not targeted:
+    box.caption("Target: none; every configuration runs at the sidebar's batch.")
+elif preset is not None:
+    box.caption(f"Target: {escape_markdown(preset.source)}.")
+else:
+    box.caption("Target: custom limits, typed in the two boxes.")
 
-d1, d2, d3, d4, d5, d6, d7 = st.columns([2, 1, 1, 1, 1, 1, 1])
+d1, d2, d3, d4, d5, d6, d7 = box.columns([2, 1, 1, 1, 1, 1, 1])
 pay = d1.radio(
     "Pay for GPU-hours by",
     PAY,
@@ -264,6 +271,7 @@ with st.expander(f"Prices used: {unit}. Published medians unless you type yours"
         key=f"cmp_prices_{pay}_" + "-".join(picked),  # a new selection starts from the prices typed so far
         hide_index=True,
         column_order=["accelerator", "yours", "usd", "source"],
+        placeholder="type yours",
         disabled=["gpu", "accelerator", "usd", "source", "old"],
         column_config={
             "yours": st.column_config.NumberColumn(
@@ -286,11 +294,15 @@ with st.expander(f"Prices used: {unit}. Published medians unless you type yours"
     published = prices_display(cat.prices, picked, pay, names)
     if published.height:
         st.markdown(f"**Every published {pay} price of these accelerators** (the median of each is used)")
-        st.dataframe(
+        data_table(
             published,
-            hide_index=True,
+            f"published {pay} prices",
             key=f"cmp_published_{pay}",
-            column_config={"source": st.column_config.LinkColumn("source", help="The page that printed the price.")},
+            download=False,
+            column_config={
+                "source": st.column_config.LinkColumn("source", display_text="source ↗", help="The page that printed the price."),
+                published.columns[1]: st.column_config.NumberColumn(format="%,.2f", help="As published, in US dollars."),
+            },
         )
     st.caption("A price older than 12 months, or undated, is marked. All of them, with their notes: `python -m core.cli prices --json`.")
 
@@ -322,6 +334,8 @@ fig = figures(
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
 )
+configurations = ", ".join(f"{n} × {g}" for g, n in zip(fig.table["gpu_name"], fig.table["num_gpus"], strict=True))
+compared = f"{cat.model(sc.model).name} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal} · {configurations}"
 if fig.met == 0:
     st.warning(
         "Nothing qualifies on any selected accelerator (within one scale-up domain). Loosen the limits or pick other accelerators.",
@@ -329,8 +343,9 @@ if fig.met == 0:
     )
 else:
     best = fig.table.row(0, named=True)
-    st.markdown(f"##### Best by {SORT_LABELS[sort_by]}: {escape_markdown(best['gpu_name'])}")
-    m = st.columns(4)
+    head = lead if presenting() else st.container()
+    head.markdown(f"##### Best by {SORT_LABELS[sort_by]}: {escape_markdown(best['gpu_name'])}")
+    m = head.columns(4)
     m[0].metric("GPUs × batch", f"{best['num_gpus']} × {best['batch']}", help=best["why"])
     m[1].metric("Tokens/s per GPU", f"{best['tokens_per_s_per_gpu']:,.0f}", help="Output tokens per second per GPU at this configuration.")
     usd = best["usd_per_million_tokens"]
@@ -343,7 +358,7 @@ else:
         m[3].metric(
             "GPUs for the load",
             f"{best['gpus_needed']:,}" if best["gpus_needed"] is not None else "—",
-            help=f"{best['replicas']} replicas of {best['num_gpus']} GPUs for {rps:g} requests/s of {sc.prompt:,} in / {out_tokens:,} out tokens; "
+            help=f"{plural(best['replicas'] or 0, 'replica')} of {plural(best['num_gpus'], 'GPU')} for {rps:g} requests/s of {sc.prompt:,} in / {out_tokens:,} out tokens; "
             + (f"${best['usd_per_month']:,.0f} per month." if best["usd_per_month"] is not None else "no price."),
         )
     else:
@@ -360,14 +375,15 @@ else:
         )
 
 if fig.frontier is not None:
-    t1, t2 = st.tabs(["Throughput against interactivity", "Cost against interactivity"])
+    t1, t2 = (lead if presenting() else st).tabs(["Throughput against interactivity", "Cost against interactivity"])
+    wide = "stretch" if presenting() else "content"
     with t1:
-        show_chart(fig.frontier)
-        chart_exports(fig.frontier, "frontier-throughput")
+        show_chart(fig.frontier, width=wide)
+        chart_exports(fig.frontier, "frontier-throughput", line=compared)
     with t2:
         if fig.frontier_cost is not None:
-            show_chart(fig.frontier_cost)
-            chart_exports(fig.frontier_cost, "frontier-cost")
+            show_chart(fig.frontier_cost, width=wide)
+            chart_exports(fig.frontier_cost, "frontier-cost", line=compared)
         else:
             st.info("No accelerator here has a price: type one under 'Prices used'.", icon=":material/payments:")
     st.caption(
@@ -375,9 +391,23 @@ if fig.frontier is not None:
         "a token takes longer than the target allows. The curves are the model's ceilings; the published measurements of this model "
         "on these accelerators are listed below the table, each against its own scenario's ceiling."
     )
-st.dataframe(fig.shown, hide_index=True, key="cmp_table", column_config=number_columns(fig.shown))
-table_download(fig.shown, "accelerator comparison")
+if presenting():
+    lead.caption(escape_markdown(compared))
+data_table(fig.shown, "accelerator comparison", key="cmp_table")
 evidence_panel(cat, picked, sc.model, key="cmp_evidence")
 if fig.chart is not None:
     show_chart(fig.chart)
-    chart_exports(fig.chart, "accelerator-comparison")
+    chart_exports(fig.chart, "accelerator-comparison", line=compared)
+report_of_page(
+    "Compare accelerators",
+    sc,
+    [
+        Section(
+            "The comparison",
+            text=f"{compared}. Paid by {pay}" + (f"; {fig.reading.replace('**', '')}" if fig.reading else "") + ".",
+            table=fig.shown,
+            charts=tuple(c for c in (fig.frontier, fig.frontier_cost, fig.chart) if c is not None),
+            line=compared,
+        )
+    ],
+)

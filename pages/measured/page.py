@@ -10,13 +10,17 @@ import streamlit as st
 from core.catalogue.catalogue import Catalogue
 from core.evidence.calibration import calibration_fits
 from core.evidence.importers import dataset_rows, list_datasets
+from core.present.exports import dataset_line
 from core.present.figures import MeasuredView, measured_charts, measured_view
+from core.present.report import Section
+from core.present.text import plural
 from core.store import is_session_dataset
 from pages.measured.forms import import_form, manage_dataset, measurement_form
 from pages.measured.published import published_view
 from pages.shared.data import HASH_FUNCS, catalogue, dataset_store
-from pages.shared.params import MEASURED_VIEWS, scenario, set_calibration
-from pages.shared.ui import chart_exports, table_download
+from pages.shared.params import MEASURED_VIEWS, presenting, scenario, set_calibration
+from pages.shared.sidebar import report_of_page
+from pages.shared.ui import chart_exports, data_table
 
 
 # cache_resource, not cache_data: a view of a million rows is handed back as it is, not pickled again on every rerun
@@ -28,13 +32,16 @@ def figures(cat: Catalogue, _db: Any, _dataset_id: int, file_sha256: str, contex
 
 
 st.title("Measured vs predicted")
-st.caption(
-    "Real systems under their ceilings: published measurements shipped with the app, and your own benchmark results. Each measurement "
-    "is set against the ceiling the model predicts for the same scenario, with its bandwidth (MBU) and compute (MFU) utilisation. "
-    "A well-tuned decode reaches 70-90% MBU; 40% MFU on decode is suspicious."
-)
+lead = st.container()  # presentation mode: the headline figures and the chart lead, the controls fold below them
+if not presenting():
+    st.caption(
+        "Real systems under their ceilings: published measurements shipped with the app, and your own benchmark results. Each measurement "
+        "is set against the ceiling the model predicts for the same scenario, with its bandwidth (MBU) and compute (MFU) utilisation. "
+        "A well-tuned decode reaches 70-90% MBU; 40% MFU on decode is suspicious."
+    )
+box = st.expander("Controls: the view, its filters or dataset, the metric", expanded=False) if presenting() else st.container()
 cat, db = catalogue(), dataset_store()  # in read-only mode: this session's datasets beside the stored ones
-view = st.radio(
+view = box.radio(
     "Show",
     list(MEASURED_VIEWS),
     format_func=MEASURED_VIEWS.__getitem__,
@@ -62,7 +69,7 @@ def your_view(cat: Catalogue, db: Any) -> None:
     names = dict(zip(datasets["id"], datasets["name"], strict=True))
     if st.session_state.get("ms_dataset") not in names:
         st.session_state["ms_dataset"] = datasets["id"][0]
-    chosen = st.selectbox(
+    chosen = box.selectbox(
         "Dataset",
         list(names),
         format_func=lambda i: f"{names[i]} (this session only)" if is_session_dataset(i) else f"{names[i]} (#{i})",
@@ -71,9 +78,11 @@ def your_view(cat: Catalogue, db: Any) -> None:
     )
     info = datasets.filter(pl.col("id") == chosen).row(0, named=True)
     kept = " · kept in this browser session only, not saved" if is_session_dataset(chosen) else ""
-    st.caption(f"{info['row_count']:,} measurements · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}{kept}")
+    box.caption(
+        f"{plural(info['row_count'], 'measurement')} · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}{kept}"
+    )
     manage_dataset(db, chosen, names[chosen])
-    calibrated = st.toggle(
+    calibrated = box.toggle(
         "Calibrate",
         value=True,
         key="ms_calibrate",
@@ -84,7 +93,7 @@ def your_view(cat: Catalogue, db: Any) -> None:
     cal, cmp = fig.cal, fig.cmp
 
     above = cmp.filter(pl.col("status") == "above ceiling")
-    m1, m2, m3, m4 = st.columns(4)
+    m1, m2, m3, m4 = (lead if presenting() else st).columns(4)
     m1.metric("Measurements", f"{cmp.height:,}", help="Rows in this dataset.")
     m2.metric("Above their ceiling", f"{above.height:,}", help="Measured faster than physics allows: check them.")
     m3.metric("Median measured / ceiling", f"{cmp['ratio'].median():.0%}", help="Measured tokens/s over the datasheet ceiling.")
@@ -94,30 +103,40 @@ def your_view(cat: Catalogue, db: Any) -> None:
     )
     if above.height:
         st.warning(
-            f"{above.height} measurement(s) lie above their ceiling: drawn as red crosses, not as normal points. Likely causes: a wrong precision, "
+            f"Rows above their ceiling: {plural(above.height, 'measurement')}, drawn as red crosses, not as normal points. Likely causes: a wrong precision, "
             "a sparse peak, a wrong accelerator or count, or a figure that mixes prefill and decode. See the flags column.",
             icon=":material/warning:",
         )
 
     table = fig.table
-    st.dataframe(
-        table,
-        hide_index=True,
-        key="ms_table",
-        column_config={c: st.column_config.NumberColumn(format="%.3g") for c in table.columns[11:18]},
-    )
-    table_download(table, f"measured vs predicted {names[chosen]}", key="ms_csv")
+    data_table(table, f"measured vs predicted {names[chosen]}", key="ms_table", csv_key="ms_csv")
 
     rows = pl.DataFrame() if fig.roofs is not None else dataset_rows(db, chosen)  # the view has its marks: no second read
     roof_chart, batch_chart = measured_charts(cat, rows, fig)
-    st.altair_chart(roof_chart)
-    chart_exports(roof_chart, "measured-roofline")
+    (lead if presenting() else st).altair_chart(roof_chart, width="stretch" if presenting() else "content")
+    chart_exports(roof_chart, "measured-roofline", line=f"Dataset {names[chosen]}: {dataset_line(cat, cmp)}")
     if batch_chart is None:
         st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
     else:
         st.altair_chart(batch_chart)
-        chart_exports(batch_chart, "measured-throughput-batch")
+        chart_exports(batch_chart, "measured-throughput-batch", line=f"Dataset {names[chosen]}: {dataset_line(cat, cmp)}")
 
+    sections = [
+        Section(
+            f"Dataset {names[chosen]}",
+            text=f"{plural(info['row_count'], 'measurement')} · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}.",
+            figures=(
+                ("Measurements", f"{cmp.height:,}"),
+                ("Above their ceiling", f"{above.height:,}"),
+                ("Median measured / ceiling", f"{cmp['ratio'].median():.0%}"),
+                ("Median decode MBU", f"{decode['mbu'].median():.0%}" if decode.height else "n/a"),
+            ),
+            table=table,
+            charts=tuple(c for c in (roof_chart, batch_chart) if c is not None),
+            line=f"Dataset {names[chosen]}: {dataset_line(cat, cmp)}",
+        )
+    ]
+    report_of_page("Measured vs predicted: your datasets", None, sections)
     st.subheader("Calibration")
     if cal is None or cal.is_empty():
         st.info("Calibration is off: switch it on to fit an empirical roof per accelerator.", icon=":material/tune:")
@@ -132,10 +151,8 @@ def your_view(cat: Catalogue, db: Any) -> None:
             (pl.col("rel_rmse") * 100).alias("relative RMS error (%)"),
             "note",
         )
-        st.dataframe(
-            fit, hide_index=True, key="ms_fit", column_config={c: st.column_config.NumberColumn(format="%.3g") for c in fit.columns[2:7]}
-        )
-        table_download(fit, f"calibration {names[chosen]}", key="ms_fit_csv")
+        data_table(fit, f"calibration {names[chosen]}", key="ms_fit", csv_key="ms_fit_csv")
+        report_of_page("Measured vs predicted: your datasets", None, [*sections, Section("Calibration", table=fit)])
         fits = calibration_fits(cal)
         if fits and st.button(
             "Use this calibration on every page",
@@ -151,4 +168,4 @@ def your_view(cat: Catalogue, db: Any) -> None:
 if view == "yours":
     your_view(cat, db)
 else:
-    published_view(cat)
+    published_view(cat, lead if presenting() else None, box if presenting() else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 import streamlit as st
 
@@ -10,12 +12,18 @@ from core.catalogue.reference import METRICS
 from core.evidence.scorecard import MIN_FIT_POINTS, MIN_FIT_R2, scorecard
 from core.present.evidence import headline_sentence, options, reference_display, reference_view, scorecard_tables
 from core.present.evidence_charts import prediction_chart, ratio_chart
+from core.present.exports import published_line
+from core.present.report import Section
+from core.present.text import plural
 from pages.shared.params import METRIC_LABELS, labels
-from pages.shared.ui import chart_exports, keep_options, table_download
+from pages.shared.sidebar import report_of_page
+from pages.shared.ui import chart_exports, data_table, keep_options, table_download
 
 
-def published_view(cat: Catalogue) -> None:
-    """Filters, headline figures, findings, the share-of-ceiling chart, the linked table and the scorecard."""
+def published_view(cat: Catalogue, lead: Any = None, box: Any = None) -> None:
+    """Filters, headline figures, findings, the share-of-ceiling chart, the linked table and the scorecard.
+
+    In presentation mode the headline figures and the chart go into `lead` and the controls into `box` (folded)."""
     opts = options(cat)
     if not opts["gpu"]:
         st.info("The catalogue holds no published measurements (data/seed/reference_measurements.csv is empty).", icon=":material/inbox:")
@@ -28,7 +36,7 @@ def published_view(cat: Catalogue) -> None:
         ("publisher", "ms_ref_publishers", "Source", "every publisher", str, "these publishers printed (each row links to its page)"),
     )
     chosen: dict[str, list[str]] = {}
-    for column, (option, key, label, placeholder, shown, what) in zip(st.columns(4), filters, strict=True):
+    for column, (option, key, label, placeholder, shown, what) in zip((box or st).columns(4), filters, strict=True):
         keep_options(key, opts[option])
         chosen[option] = column.multiselect(
             label,
@@ -42,7 +50,7 @@ def published_view(cat: Catalogue) -> None:
     gpus, models, frameworks, publishers = (chosen[k] for k in ("gpu", "model", "framework", "publisher"))
     view = reference_view(cat, gpus=gpus, models=models, frameworks=frameworks, publishers=publishers)
     rows = view.rows
-    m1, m2, m3, m4 = st.columns(4)
+    m1, m2, m3, m4 = (lead or st).columns(4)
     m1.metric("Published measurements", f"{rows.height:,}", help=f"Rows kept by the filters, of {view.total:,} shipped.")
     m2.metric("Sources", f"{view.sources:,}", help="Distinct documents the numbers are printed in (a page at any commit counts once).")
     m3.metric("Accelerators", f"{rows['gpu'].n_unique() if rows.height else 0:,}", help="Distinct accelerators among the rows kept.")
@@ -63,7 +71,7 @@ def published_view(cat: Catalogue) -> None:
             "a sparse figure, a different power mode).",
             icon=":material/warning:",
         )
-        with st.expander(f"Findings: {n} above their ceilings", icon=":material/search:"):
+        with st.expander(f"Findings: {n:,} above {'their ceilings' if n != 1 else 'its ceiling'}", icon=":material/search:"):
             st.dataframe(
                 reference_display(view.findings).select(
                     "Row",
@@ -82,25 +90,31 @@ def published_view(cat: Catalogue) -> None:
                 key="ms_ref_findings",
                 column_config=_columns(),
             )
-    chart = ratio_chart(rows, by="framework", title=f"Published measurements: share of their own ceiling ({rows.height:,} rows)")
-    st.altair_chart(chart, width="stretch")
-    chart_exports(chart, "published-share-of-ceiling")
+    chart = ratio_chart(rows, by="framework", title=f"Published measurements: share of their own ceiling ({plural(rows.height, 'row')})")
+    (lead or st).altair_chart(chart, width="stretch")
+    kept = published_line(cat, gpus, models, frameworks, publishers, rows)
+    chart_exports(chart, "published-share-of-ceiling", line=kept)
     table = reference_display(rows)
-    st.dataframe(table, hide_index=True, key="ms_ref_table", column_config=_columns())
-    table_download(table, "published measurements", key="ms_ref_csv")
+    data_table(table, "published measurements", key="ms_ref_table", csv_key="ms_ref_csv", column_config=_columns())
     st.caption(
         "Share of ceiling: measured / ceiling for a rate, ceiling / measured for a time, each against the ceiling of its own scenario. "
         "A max-load figure that prints no batch is set against the ceiling at the largest batch that fits."
     )
-    _scorecard(cat)
+    figures = (
+        ("Published measurements", f"{rows.height:,} of {view.total:,}"),
+        ("Sources", f"{view.sources:,}"),
+        ("Median share of ceiling (decode)", f"{decode['ratio'].median():.0%}" if decode.height else "—"),
+    )
+    shown = Section("Published measurements", text=kept, figures=figures, table=table, charts=(chart,), line=kept)
+    _scorecard(cat, box, shown)
 
 
 def _columns() -> dict[str, object]:
     return {
         "Source": st.column_config.LinkColumn("Source", display_text="source ↗", help="The page or file the number is printed in."),
-        "Published value": st.column_config.NumberColumn("Published value", format="%.4g", help="As printed, in the row's unit."),
+        "Published value": st.column_config.NumberColumn("Published value", format="%,.4g", help="As printed, in the row's unit."),
         "Ceiling (same unit)": st.column_config.NumberColumn(
-            "Ceiling (same unit)", format="%.4g", help="The model's ceiling for the same scenario, in the row's unit."
+            "Ceiling (same unit)", format="%,.3g", help="The model's ceiling for the same scenario, in the row's unit."
         ),
         "Share of ceiling": st.column_config.ProgressColumn(
             "Share of ceiling",
@@ -112,7 +126,7 @@ def _columns() -> dict[str, object]:
     }
 
 
-def _scorecard(cat: Catalogue) -> None:
+def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
     st.subheader("Accuracy scorecard")
     card = scorecard(cat)
     st.markdown(headline_sentence(card))
@@ -124,22 +138,24 @@ def _scorecard(cat: Catalogue) -> None:
         "group with rows from other sources. MAPE = mean |predicted - measured| / measured. Each row's basis is in the CSV below."
     )
     per_metric, groups = scorecard_tables(card)
-    st.dataframe(
+    data_table(
         per_metric,
-        hide_index=True,
+        "scorecard by metric",
         key="ms_sc_metrics",
-        column_config={c: st.column_config.NumberColumn(format="%.0f") for c in per_metric.columns[2:]},
+        download=False,
+        column_config={c: st.column_config.NumberColumn(format="%,.0f") for c in per_metric.columns[2:]},
     )
     with st.expander("By framework and accelerator family", icon=":material/table_chart:"):
-        st.dataframe(
+        data_table(
             groups,
-            hide_index=True,
+            "scorecard by group",
             key="ms_sc_groups",
-            column_config={c: st.column_config.NumberColumn(format="%.0f") for c in groups.columns[4:]},
+            download=False,
+            column_config={c: st.column_config.NumberColumn(format="%,.0f") for c in groups.columns[4:]},
         )
     metrics = [m for m in METRICS if m in set(card.rows["metric"].to_list())]
     keep_options("ms_sc_metric", metrics)
-    metric = st.selectbox(
+    metric = (box or st).selectbox(
         "Metric",
         metrics,
         format_func=METRIC_LABELS.__getitem__,
@@ -147,10 +163,19 @@ def _scorecard(cat: Catalogue) -> None:
         bind="query-params",
         help="Which metric the predicted-against-measured chart shows.",
     )
+    charts = ()
     if metric:
         chart = prediction_chart(card.rows, metric)
         st.altair_chart(chart, width="content")  # square: the y = x line at 45 degrees
-        chart_exports(chart, f"scorecard-{metric}")
+        chart_exports(
+            chart,
+            f"scorecard-{metric}",
+            line=f"Accuracy scorecard, {METRIC_LABELS[metric]}: every published measurement, held out by source",
+        )
+        charts = (chart,)
+    sentence = headline_sentence(card).replace("**", "")
+    scored = Section("Accuracy scorecard", text=sentence, table=per_metric, charts=charts, line="Accuracy scorecard: held out by source")
+    report_of_page("Measured vs predicted: published measurements", None, [shown, scored])
     table_download(
         card.rows.select(
             "id", "metric", "measured", "ceiling", "ratio", "calibrated_prediction", "abs_pct_error", "held_out_fold", "basis"

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import polars as pl
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.evidence.probes import measured_line
-from core.present.report import report_html
+from core.model.scenario import Scenario
+from core.present.exports import scenario_line
+from core.present.figures import roofline_at, roofline_view
+from core.present.report import Section, report_html
 from core.present.text import escape_markdown
+from pages.shared.data import catalogue
 from pages.shared.params import (
     calibration_factors,
+    current_page,
     link_messages,
     presenting,
     scenario,
@@ -56,11 +63,7 @@ def scenario_sidebar(cat: Catalogue) -> Any:
 
 def _summary(cat: Catalogue) -> str:
     """The scenario in one line (presentation mode)."""
-    s = scenario()
-    return (
-        f"{s.num_gpus} × {escape_markdown(cat.gpu(s.gpu).name)} · {escape_markdown(cat.model(s.model).name)} · "
-        f"weights {s.weights}, KV {s.kv} · batch {s.batch}, context {s.context:,}, prompt {s.prompt:,}"
-    )
+    return escape_markdown(scenario_line(cat, scenario()))
 
 
 def _measured_switch(cat: Catalogue) -> None:
@@ -98,23 +101,62 @@ def _calibration_switch() -> None:
     )
 
 
+_REPORT = "_report"
+
+
+def report_of_page(title: str, sc: Scenario | None = None, sections: Sequence[Section] = ()) -> None:
+    """Say what the sidebar's report holds for the page being drawn: the page's name, its scenario (its own options
+    in it; None: the sidebar's) and what it shows beyond the scenario's figures. Called by the page each run."""
+    st.session_state[_REPORT] = {"page": current_page(), "title": title, "scenario": sc, "sections": tuple(sections)}
+
+
+def _roofline_sections(sc: Scenario) -> list[Section]:
+    """The roofline page's view for its report: its chart with the overlay accelerators and precisions chosen."""
+    cat = catalogue(datasheet=True)  # as the page draws it: datasheet roofs beside the measured ones
+    overlay = [g for g in st.session_state.get("rf_compare") or [] if g in cat.gpu_index and g != sc.gpu]
+    precisions = list(st.session_state.get("rf_precisions") or [])
+    view = roofline_view(cat, sc.model_copy(update={"batch": 1}), overlay, precisions)
+    shown = roofline_at(cat, view, sc, operations=False)
+    step = shown.points.filter(pl.col("point") == "decode step").row(0, named=True)
+    names = [cat.gpu(g).name for g in overlay]
+    text = (
+        f"Roofs of {cat.gpu(sc.gpu).name}" + (f" with {', '.join(names)} overlaid" if names else "") + " at "
+        f"{', '.join(precisions) if precisions else 'the compute format the scenario uses'}; efficiencies: bandwidth "
+        f"{sc.eff_bandwidth:.0%}, compute {sc.eff_compute:.0%}."
+    )
+    figures = ((f"Decode at batch {sc.batch:,}", f"{step['bound']}-bound, {step['share_of_peak']:.1%} of peak compute"),)
+    return [Section("Roofline, as on the page", text=text, figures=figures, charts=(shown.chart,))]
+
+
 def share_panel(cat: Catalogue) -> None:
-    """Sidebar footer: the link to this view (with a copy button) and the page's HTML report."""
+    """Sidebar footer: the link to this view (with a copy button) and the page's HTML report.
+
+    The report is of the page being viewed: the scenario and sections the page registered this run
+    (`report_of_page`), else the page's scenario (the roofline's chart with its overlays is added here)."""
     sc = scenario()
     write_calibration(sc.gpu)
+    held = st.session_state.pop(_REPORT, None)
+    held = held if held and held["page"] == current_page() else {"title": "", "scenario": None, "sections": ()}
+    page, report_sc = held["title"], held["scenario"] or sc
+
+    def report() -> bytes:
+        sections = held["sections"] or (_roofline_sections(report_sc) if current == "roofline" else ())
+        return report_html(cat, report_sc, page=page or current.title(), sections=sections).encode("utf-8")
+
+    current = current_page()
     with st.sidebar:
         st.divider()
         st.markdown("**Share this view**", help="The link reproduces this page, the scenario and the page's controls on any server.")
         st.code(share_link(cat), language=None, wrap_lines=True)
         st.download_button(
             ":material/description: Report (HTML)",
-            lambda: report_html(cat, sc).encode("utf-8"),
-            file_name=f"roofline-{sc.model}-on-{sc.num_gpus}x{sc.gpu}.html",
+            report,
+            file_name=f"{current}-{report_sc.model}-on-{report_sc.num_gpus}x{report_sc.gpu}.html",
             mime="text/html",
             key="report_download",
             on_click="ignore",
-            help="One self-contained HTML file of this page's scenario: headline figures, charts as SVG, the per-operation table, "
-            "assumptions and sources.",
+            help="One self-contained HTML file of this page as it is: its scenario's headline figures, what the page shows "
+            "(tables, charts as SVG), the per-operation table, assumptions and sources.",
         )
     if calibration_factors(sc.gpu):
         st.sidebar.caption(

@@ -12,8 +12,11 @@ import streamlit as st
 from core.evidence.reference import evidence_for
 from core.present.charts import export_chart
 from core.present.evidence import evidence_display
-from core.present.tables import csv_safe
-from core.present.text import escape_markdown
+from core.present.exports import scenario_line, scenario_parts, titled
+from core.present.tables import csv_ready, number_format, table_width
+from core.present.text import DASH, escape_markdown, plural
+from pages.shared.data import catalogue
+from pages.shared.params import scenario
 
 
 def _slug(name: str) -> str:
@@ -21,14 +24,18 @@ def _slug(name: str) -> str:
 
 
 def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) -> None:
-    """A CSV download button for a table shown on screen."""
+    """A CSV download button for a table shown on screen: every column at full precision, without float noise.
+
+    Floats keep 12 significant digits (157.3, not 157.29999999999998); missing values are empty cells
+    (core.present.tables.csv_ready).
+    """
     st.download_button(
         ":material/download: CSV",
-        csv_safe(frame).write_csv().encode("utf-8"),
+        csv_ready(frame).write_csv().encode("utf-8"),
         file_name=f"{_slug(name)}.csv",
         mime="text/csv",
         key=key or f"csv-{_slug(name)}",
-        help=f"Download the {name} table as CSV.",
+        help=f"Download the {name} table as CSV: every column, full precision.",
     )
 
 
@@ -39,14 +46,24 @@ EXPORTS = (
 )
 
 
-def chart_exports(chart: Any, name: str) -> None:
-    """PNG and SVG download buttons rendering the same chart (an Altair chart or its spec) offline, side by side."""
+def chart_exports(chart: Any, name: str, *, line: str | None = None, parts: Sequence[str] | None = None) -> None:
+    """PNG and SVG download buttons rendering the same chart (an Altair chart or its spec) offline, side by side.
+
+    The exported chart says what it is of (core.present.exports.titled): `line` in its title, by default the page's
+    scenario (GPUs × accelerator, model, formats, batch), unless its title already holds `parts` (by default the
+    scenario's model, GPUs × accelerator, formats and batch). A page whose chart is not of one scenario (several
+    accelerators, a sweep, a dataset) passes its own line.
+    """
+    if line is None:
+        cat, sc = catalogue(), scenario()
+        line, parts = scenario_line(cat, sc), scenario_parts(cat, sc) if parts is None else parts
+    exported = titled(chart, line, parts or ())
     row = st.container(horizontal=True)
     slug = _slug(name)
     for label, ext, mime, text in EXPORTS:
         row.download_button(
             label,
-            lambda ext=ext: export_chart(chart, ext),  # type: ignore[misc]
+            lambda ext=ext: export_chart(exported, ext),  # type: ignore[misc]
             file_name=f"{slug}.{ext}",
             mime=mime,
             key=f"{ext}-{slug}",
@@ -56,7 +73,13 @@ def chart_exports(chart: Any, name: str) -> None:
 
 
 def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "content") -> None:
-    """Draw a chart's Vega-Lite spec (the builders are tested; Streamlit need not validate it again)."""
+    """Draw a chart's Vega-Lite spec (the builders are tested; Streamlit need not validate it again).
+
+    Stretched to its container (presentation mode), a chart's own "pad" sizing would add its axes and legend to
+    the container's width and overflow it: its width fits the container instead (its height stays).
+    """
+    if width == "stretch" and spec.get("autosize") == {"type": "pad"}:
+        spec = {**spec, "autosize": {"type": "fit-x", "contains": "padding"}}
     (target or st).vega_lite_chart(spec, width=width)
 
 
@@ -72,9 +95,24 @@ def parquet_download(data: bytes, name: str, *, key: str | None = None) -> None:
     )
 
 
-def number_columns(frame: pl.DataFrame, fmt: str = "%.4g") -> dict[str, object]:
-    """column_config that shows every float column of `frame` to 4 significant digits (the data keeps full precision)."""
-    return {c: st.column_config.NumberColumn(format=fmt) for c, t in frame.schema.items() if t == pl.Float64}
+#: Whole-number columns written without thousands separators: ids, row numbers and years (2024, not 2,024).
+_PLAIN_INTEGERS = re.compile(r"(^|\b)(id|row|profile|year|years)(\b|$)", re.IGNORECASE)
+
+
+def number_columns(frame: pl.DataFrame, fmt: str | None = None) -> dict[str, object]:
+    """column_config writing `frame`'s numbers as people write them (the data keeps full precision).
+
+    Floats to 3 significant figures with thousands separators (116.6667 -> "117", 1530.0 -> "1,530"),
+    a column of whole numbers whole (core.present.tables.number_format; `fmt` overrides); integers
+    with separators ("1,024"), except ids, row numbers and years.
+    """
+    config: dict[str, object] = {}
+    for c, t in frame.schema.items():
+        if t in (pl.Float32, pl.Float64):
+            config[c] = st.column_config.NumberColumn(format=fmt or number_format(frame[c]))
+        elif t.is_integer() and not _PLAIN_INTEGERS.search(c):
+            config[c] = st.column_config.NumberColumn(format="%,d")
+    return config
 
 
 def keep_options(key: str, options: Sequence[Any]) -> None:
@@ -110,13 +148,13 @@ def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> No
     rows = pl.concat(shown, how="diagonal_relaxed").unique("id", keep="first", maintain_order=True)
     with st.expander(f"The published measurements ({rows.height:,}), each with its source", icon=":material/fact_check:"):
         table = evidence_display(rows.head(40))
-        st.dataframe(
+        data_table(
             table,
-            hide_index=True,
+            "published measurements",
             key=key,
+            download=False,
             column_config={
                 "Source": st.column_config.LinkColumn("Source", display_text="source ↗", help="The page or file the number is printed in."),
-                "Published value": st.column_config.NumberColumn(format="%.4g", help="As printed, in the row's unit."),
                 "Share of ceiling": st.column_config.ProgressColumn(
                     format="percent",
                     min_value=0.0,
@@ -128,3 +166,60 @@ def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> No
         st.page_link(
             "pages/measured/page.py", label="Every published measurement, with the accuracy scorecard", icon=":material/fact_check:"
         )
+
+
+#: About the main column's width in a 1280 px window with the sidebar open: a wider table scrolls sideways there.
+NARROW_TABLE_PX = 780
+
+
+def data_table(
+    frame: pl.DataFrame,
+    name: str,
+    *,
+    key: str,
+    column_config: dict[str, Any] | None = None,
+    csv_key: str | None = None,
+    download: bool = True,
+    **kwargs: Any,
+) -> None:
+    """A table as people read it, and its CSV download.
+
+    Numbers to 3 significant figures with thousands separators (number_columns; the page's own
+    `column_config` wins; the data itself keeps full precision), a dash for a value that does not exist
+    (never "None"), the first column pinned so a row keeps its name while the table scrolls sideways,
+    and, where the table is wider than the page at 1280 px, a line saying so. The CSV holds `frame`
+    itself: every column, full precision.
+    """
+    config: dict[str, Any] = {**number_columns(frame), **(column_config or {})}
+    if frame.width:
+        first = frame.columns[0]
+        mine = config.get(first)
+        if isinstance(mine, dict):
+            config[first] = {**mine, "pinned": mine.get("pinned", True)}
+        elif mine is None or isinstance(mine, str):
+            config[first] = st.column_config.Column(mine, pinned=True)
+    st.dataframe(frame, hide_index=True, key=key, column_config=config, placeholder=DASH, **kwargs)
+    if table_width(frame) > NARROW_TABLE_PX:
+        st.caption(
+            f":material/swap_horiz: {plural(frame.width, 'column')}: where they do not all fit, scroll the table sideways "
+            "(its first column stays in view)" + ("; the CSV holds every one." if download else ".")
+        )
+    if download:
+        table_download(frame, name, key=csv_key)
+
+
+#: Streamlit 1.6x lays a multiselect's chips on one line that scrolls sideways inside the box, so
+#: the chips past its width are hidden (three accelerators in the roofline's overlay at 1280 px show
+#: one and a half). These three rules let the chips wrap onto more lines and the box grow to hold
+#: them: the box's fixed 40 px height, the tag row's no-wrap and its scrolling are the only changes
+#: (min-width 0 keeps the wrapping row from pushing the clear and open buttons out of the box).
+CHIP_ROWS_CSS = """<style>
+[data-testid="stMultiSelect"] .react-aria-ComboBox > [role="group"] { height: auto; max-height: none; }
+[data-testid="stMultiSelectTagsContainer"] { flex-wrap: wrap; overflow: visible; min-width: 0; }
+[data-testid="stMultiSelectTagsContainer"] > [role="group"] { flex-wrap: wrap; }
+</style>"""
+
+
+def chip_rows() -> None:
+    """Every multiselect shows all its chips, wrapped onto as many lines as they need (CHIP_ROWS_CSS); once per run."""
+    st.html(CHIP_ROWS_CSS)

@@ -5,23 +5,29 @@ from __future__ import annotations
 import streamlit as st
 
 from core.model.sweep import filter_results, scenario_grid, sweep_chunks
+from core.present.exports import sweep_line
 from core.present.figures import sweep_frontier
 from core.present.readings import prices_used, sweep_answer
+from core.present.report import Section
 from core.present.tables import parquet_bytes, sweep_display
-from core.present.text import escape_markdown
+from core.present.text import escape_markdown, plural
 from pages.shared.data import catalogue
-from pages.shared.params import labels
-from pages.shared.ui import chart_exports, keep_options, number_columns, parquet_download, show_chart, table_download
+from pages.shared.params import labels, presenting
+from pages.shared.sidebar import report_of_page
+from pages.shared.ui import chart_exports, data_table, keep_options, parquet_download, show_chart, table_download
 
 st.title("Sweep explorer")
-st.caption(
-    "Every combination of the axes below is evaluated (decode ceilings, TTFT, memory fit); then filter the result by what it delivers."
-)
+lead = st.container()  # presentation mode: how many scenarios meet the limits and their frontier lead, the controls fold below
+if not presenting():
+    st.caption(
+        "Every combination of the axes below is evaluated (decode ceilings, TTFT, memory fit); then filter the result by what it delivers."
+    )
+box = st.expander("Controls: the sweep's axes and filters", expanded=False) if presenting() else st.container()
 cat = catalogue()
 gpus, models = labels(cat, "accelerator"), labels(cat, "model")
 DEFAULT_GPUS = ["a100-80gb-sxm", "h100-sxm", "h200-sxm", "b200", "mi300x", "mi325x", "gaudi3", "l40s"]
 
-c1, c2 = st.columns(2)
+c1, c2 = box.columns(2)
 pick_gpus = c1.multiselect(
     "Accelerators",
     list(gpus),
@@ -40,7 +46,7 @@ pick_models = c2.multiselect(
     bind="query-params",
     help="Models to sweep (shapes from their config.json).",
 )
-c1, c2, c3, c4 = st.columns(4)
+c1, c2, c3, c4 = box.columns(4)
 weights = c1.multiselect(
     "Weights",
     ["bf16", "fp8", "int8", "int4", "fp4"],
@@ -83,14 +89,14 @@ if missing:
     st.stop()
 
 grid = scenario_grid(pick_gpus, pick_models, weights=weights, batches=batches, contexts=contexts, num_gpus=counts)
-bar = st.progress(0.0, text=f"Evaluating {grid.height:,} scenarios…")
+bar = st.progress(0.0, text=f"Evaluating {plural(grid.height, 'scenario')}…")
 for done, partial in sweep_chunks(cat, grid):
     result = partial
-    bar.progress(done, text=f"Evaluated {done:.0%} of {grid.height:,} scenarios")
+    bar.progress(done, text=f"Evaluated {done:.0%} of {plural(grid.height, 'scenario')}")
 bar.empty()
 
-st.subheader("Filter by result")
-f0, f1, f2, f3, f4 = st.columns(5)
+box.subheader("Filter by result")
+f0, f1, f2, f3, f4 = box.columns(5)
 at_options = ["any", *sorted(batches)]
 keep_options("sw_at_batch", at_options)
 at_batch = f0.selectbox(
@@ -138,14 +144,14 @@ bound = f4.selectbox(
     bind="query-params",
     help="Which wall the decode step is pressed against.",
 )
-fits_only = st.toggle(
+fits_only = box.toggle(
     "Only scenarios that fit in memory",
     True,
     key="sw_fits",
     bind="query-params",
     help="Weights + KV cache within the GPUs' memory less a 10% reserve.",
 )
-within = st.toggle(
+within = box.toggle(
     "Only tensor parallel within one scale-up domain",
     True,
     key="sw_domain",
@@ -164,27 +170,54 @@ matched = filter_results(
     within_domain=within,
 )
 message = sweep_answer(result, matched)
+swept = sweep_line(
+    [gpus[g] for g in pick_gpus], [models[m] for m in pick_models], weights=weights, batches=batches, contexts=contexts, counts=counts
+)
+if presenting():
+    lead.metric(
+        "Scenarios that meet the limits", f"{matched.height:,} of {result.height:,}", help="Rows of the sweep that pass every filter."
+    )
 (st.info if matched.height else st.warning)(message, icon=":material/checklist:")
+chart = None
 if matched.height:
-    heading = f"{matched.height:,} scenarios that meet the limits: output tokens/s per GPU against tokens/s per user"
+    heading = f"{plural(matched.height, 'scenario')} that {'meets' if matched.height == 1 else 'meet'} the limits: output tokens/s per GPU against tokens/s per user"
     chart = sweep_frontier(matched, max_tpot_s=tpot / 1e3 if tpot > 0 else None, title=heading)
     if chart is not None:
-        show_chart(chart)
-        chart_exports(chart, "sweep-frontier")
+        show_chart(chart, lead if presenting() else None, width="stretch" if presenting() else "content")
+        chart_exports(chart, "sweep-frontier", line=swept)
         st.caption(
             "One curve per accelerator × GPUs × model × weights × context over its batches (choose 'any' batch to see whole curves); "
             "up and to the right is better."
         )
-shown = sweep_display(matched.sort("num_gpus", "time_per_output_token_s", nulls_last=True))
+shown = sweep_display(matched.sort("num_gpus", "time_per_output_token_s", nulls_last=True), models)
 if matched.height:
-    st.dataframe(shown, hide_index=True, key="sw_table", column_config=number_columns(shown))
+    data_table(shown, "sweep", key="sw_table", download=False)
 d1, d2, _ = st.columns([1, 1, 6])
 with d1:
-    table_download(shown if matched.height else sweep_display(result), "sweep", key="sw_csv")
+    table_download(shown if matched.height else sweep_display(result, models), "sweep", key="sw_csv")
 with d2:
     parquet_download(parquet_bytes(matched if matched.height else result), "sweep", key="sw_parquet")
 st.caption(
     "$ per million output tokens uses each accelerator's median published on-demand price (the Compare page lists every price "
     f"with its source). {escape_markdown(prices_used(cat, pick_gpus))} "
-    f"Downloads hold the rows shown ({matched.height:,}); when none match, the whole sweep ({result.height:,} rows). Parquet keeps SI units (s, bytes)."
+    f"Downloads hold the rows shown ({matched.height:,}); when none match, the whole sweep ({plural(result.height, 'row')}). Parquet keeps SI units (s, bytes)."
+)
+filters = (
+    f"at batch {at_batch}; time per output token ≤ {tpot:g} ms; time to first token ≤ {ttft:g} s; tokens/s total ≥ {total:,.0f} "
+    f"(0: no limit); decode {bound}-bound; {'only' if fits_only else 'also'} scenarios that do not fit"
+    f"{'; tensor parallel within one scale-up domain' if within else ''}"
+)
+report_of_page(
+    "Sweep explorer",
+    None,
+    [
+        Section(
+            "The sweep",
+            text=f"{swept}. Filters: {filters}. {message.replace('**', '')}",
+            figures=(("Scenarios that meet the limits", f"{matched.height:,} of {result.height:,}"),),
+            table=shown if matched.height else None,
+            charts=(chart,) if chart is not None else (),
+            line=swept,
+        )
+    ],
 )

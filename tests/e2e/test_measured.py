@@ -26,14 +26,14 @@ def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_s
     page.get_by_role("button", name="Import").click()
     page.get_by_text("Imported 11 measurements (generic-csv) as H100 and A100 decode").wait_for(timeout=60_000)
     wait_ready(page)
-    page.get_by_text("1 measurement(s) lie above their ceiling").wait_for()
+    page.get_by_text("Rows above their ceiling: 1 measurement, drawn as red crosses").wait_for()
     page.locator("[data-testid='stDataFrame']").nth(1).wait_for()  # comparison and calibration tables
     page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()  # roofline and tokens/s against batch
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
     metrics = page.locator("[data-testid='stMetricValue']").all_inner_texts()
     assert metrics[:2] == ["11", "1"]
     screenshot(page, "measured-generic-csv")
-    page.get_by_text("1 measurement(s) lie above their ceiling").scroll_into_view_if_needed()
+    page.get_by_text("Rows above their ceiling: 1 measurement, drawn as red crosses").scroll_into_view_if_needed()
     screenshot(page, "measured-table")
     page.locator("[data-testid='stVegaLiteChart']").first.scroll_into_view_if_needed()
     screenshot(page, "measured-roofline")
@@ -75,7 +75,7 @@ def test_read_only_mode_keeps_an_upload_in_its_browser_session_only(browser, pag
         page.get_by_role("button", name="Import").click()
         page.get_by_text("Imported 11 measurements (generic-csv) as generic.csv (kept in this session only)").wait_for(timeout=60_000)
         wait_ready(page)
-        page.get_by_text("1 measurement(s) lie above their ceiling").wait_for()
+        page.get_by_text("Rows above their ceiling: 1 measurement, drawn as red crosses").wait_for()
         page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()
         assert page.locator("[data-testid='stMetricValue']").all_inner_texts()[:2] == ["11", "1"]
         screenshot(page, "measured-read-only-session")

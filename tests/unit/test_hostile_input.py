@@ -51,10 +51,17 @@ def test_no_sql_is_built_from_strings_in_core_or_pages():
 
 
 def test_no_page_renders_html():
-    """No unsafe_allow_html, st.html or components.html anywhere in the app."""
-    pattern = re.compile(r"unsafe_allow_html\s*=\s*True|st\.html\(|components\.v1|components\.html")
+    """No unsafe_allow_html or components.html anywhere in the app, and st.html only for a style sheet that is a
+    string literal of the same module (a NAME_CSS constant: nothing a user typed or uploaded can reach it)."""
+    pattern = re.compile(r"unsafe_allow_html\s*=\s*True|components\.v1|components\.html")
     files = [ROOT / "streamlit_app.py", *(ROOT / "pages").rglob("*.py")]
     assert [str(p.relative_to(ROOT)) for p in files if pattern.search(p.read_text())] == []
+    for path in files:
+        text = path.read_text()
+        for call in re.finditer(r"st\.html\(([^)]*)\)", text):
+            name = call.group(1).strip()
+            assert re.fullmatch(r"[A-Z_]+_CSS", name), f"{path.name}: st.html({name})"
+            assert re.search(rf'^{name} = (\(\s*)?"', text, re.M), f"{path.name}: {name} is not a string literal"
 
 
 def test_csv_exports_neutralise_formula_cells():

@@ -1,0 +1,84 @@
+"""Presentation mode on every page: the controls fold away, the headline figure leads, the main chart fills the page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.e2e.conftest import Server, screenshot, wait_ready
+
+pytestmark = pytest.mark.e2e
+
+#: page -> what leads it in presentation mode (the first element after the title) and what fills the width
+PAGES = {
+    "overview": ("stMetric", "stVegaLiteChart"),
+    "calculator?spec_draft_len=4": ("stMetric", "stVegaLiteChart"),
+    "compare": ("Best by", "stVegaLiteChart"),
+    "sweep": ("stMetric", "stVegaLiteChart"),
+    "measured": ("stMetric", "stVegaLiteChart"),
+    "tour": ("stVegaLiteChart", "stVegaLiteChart"),
+    "catalogue": ("stMetric", "stDataFrame"),
+}
+CONTROLS = ("combobox", "spinbutton", "slider", "textbox", "radio", "switch", "checkbox")
+
+#: In document order, the visible elements of the main area after the page's title: the test id inside each and its text.
+_AFTER_TITLE = """() => {
+  const main = document.querySelector("[data-testid='stMain']");
+  const shown = [...main.querySelectorAll("[data-testid='stElementContainer']")]
+    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0);
+  const title = shown.findIndex(e => e.querySelector("h1"));
+  return shown.slice(title + 1, title + 4).map(e => {
+    const inner = e.querySelector("[data-testid]");
+    const has = [...e.querySelectorAll("[data-testid]")].map(x => x.getAttribute("data-testid"));
+    return {id: inner ? inner.getAttribute("data-testid") : "", has: has, text: e.innerText.slice(0, 120)};
+  });
+}"""
+
+#: The drawn width of the first visible element with this test id (a chart's canvas or SVG), and the main block's width.
+_WIDTHS = """(id) => {
+  const block = document.querySelector("[data-testid='stMainBlockContainer']");
+  const style = getComputedStyle(block);
+  const inner = block.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const el = [...document.querySelectorAll(`[data-testid='stMain'] [data-testid='${id}']`)].find(e => e.offsetParent !== null);
+  const drawn = el.querySelector("canvas, svg.marks") || el;
+  return {drawn: drawn.getBoundingClientRect().width, block: inner};
+}"""
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("present") / "store.duckdb")
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_presentation_mode_folds_the_controls_and_leads_with_the_figure_at_full_width(app, browser, path):
+    lead, wide = PAGES[path]
+    context = browser.new_context(viewport={"width": 1600, "height": 1400})
+    page = context.new_page()
+    sep = "&" if "?" in path else "?"
+    page.goto(app.url(f"{path}{sep}present=true"))
+    wait_ready(page)
+    main = page.locator("[data-testid='stMain']")
+    main.locator(f"[data-testid='{wide}']").first.wait_for()
+    wait_ready(page)
+    assert page.get_by_role("switch", name="Presentation mode").is_checked()
+    # the sidebar's scenario is one line; its controls are folded
+    assert page.locator("[data-testid='stSidebar']").get_by_role("combobox", name="Accelerator", exact=True).count() == 0
+    # no control of the page is in view: each is in a folded expander (or a tab not shown)
+    for role in CONTROLS:
+        visible = [c for c in main.get_by_role(role).all() if c.is_visible()]
+        assert not visible, (path, role, [c.get_attribute("aria-label") for c in visible])
+    assert main.locator("[data-testid='stExpander']").count() >= (0 if path == "overview" else 1), path
+    first = page.evaluate(_AFTER_TITLE)
+    if lead.startswith("st"):
+        assert lead in [first[0]["id"], *first[0]["has"]], (path, first)
+    else:
+        assert first[0]["text"].startswith(lead) and first[1]["id"] == "stMetric", (path, first)
+    widths = page.evaluate(_WIDTHS, wide)
+    assert widths["drawn"] >= 0.9 * widths["block"], (path, widths)
+    assert widths["drawn"] <= widths["block"] + 2, (path, widths)  # and not beyond it
+    screenshot(page, f"present-{path.split('?')[0]}")
+    context.close()
