@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from core.catalogue.catalogue import delete_custom
 from core.present.text import escape_markdown
+from pages.shared.data import store
 from tests.app.conftest import chart_frames
 
 
@@ -40,16 +42,19 @@ def test_typed_measurement_errors_use_the_forms_labels_and_units(open_page):
 
 def test_a_custom_accelerator_without_a_year_is_on_the_ridge_page(open_page):
     """Added with the year box emptied, it has no year; the ridge page narrowed to 2024 still draws it (ridge 500 / 2)."""
-    at = open_page("catalogue")
-    next(t for t in at.text_input if t.label == "Name").set_value("Apptest yearless")
-    at.text_input(key="custom_year").set_value("")
-    at.number_input(key="custom_bandwidth_bytes_per_s").set_value(2.0)
-    at.number_input(key="custom_peak_bf16").set_value(500.0)
-    _submit(at, "Add accelerator")
-    assert any("Added Apptest yearless as `apptest-yearless`, no year." in s.value for s in at.success), [e.value for e in at.error]
-    at = open_page("ridges", rd_year=["2024", "2024"])  # type: ignore[arg-type]
-    dots = next(f for f in chart_frames(at) if "bound" in f.columns)
-    mine = dots.filter(pl.col("id") == "apptest-yearless")
-    assert mine.height == 1 and mine["ridge"].item() == 250.0 and mine["year"].item() is None
-    assert set(dots["year"].drop_nulls().to_list()) == {2024}
-    assert any("without a year" in c.value for c in at.caption)
+    try:
+        at = open_page("catalogue")
+        next(t for t in at.text_input if t.label == "Name").set_value("Apptest yearless")
+        at.text_input(key="custom_year").set_value("")
+        at.number_input(key="custom_bandwidth_bytes_per_s").set_value(2.0)
+        at.number_input(key="custom_peak_bf16").set_value(500.0)
+        _submit(at, "Add accelerator")
+        assert any("Added Apptest yearless as `apptest-yearless`, no year." in s.value for s in at.success), [e.value for e in at.error]
+        at = open_page("ridges", rd_year=["2024", "2024"])  # type: ignore[arg-type]
+        dots = next(f for f in chart_frames(at) if "bound" in f.columns)
+        mine = dots.filter(pl.col("id") == "apptest-yearless")
+        assert mine.height == 1 and mine["ridge"].item() == 250.0 and mine["year"].item() is None
+        assert set(dots["year"].drop_nulls().to_list()) == {2024}
+        assert any("without a year" in c.value for c in at.caption)
+    finally:  # the session's other AppTests count the seeded catalogue: the entry goes, as the page deletes it
+        delete_custom(store(), "accelerator", "apptest-yearless")
