@@ -17,7 +17,7 @@ from core.plan.targets import CUSTOM, OPTION_LABELS, targets_for
 from core.present.figures import CompareView, compare_view
 from core.present.report import Section
 from core.present.tables import prices_display
-from core.present.text import escape_markdown, plural
+from core.present.text import escape_markdown, plural, sig
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import calibration_factors, labels, presenting, scenario
 from pages.shared.sidebar import report_of_page
@@ -347,7 +347,7 @@ else:
     head.markdown(f"##### Best by {SORT_LABELS[sort_by]}: {escape_markdown(best['gpu_name'])}")
     m = head.columns(4)
     m[0].metric("GPUs × batch", f"{best['num_gpus']} × {best['batch']}", help=best["why"])
-    m[1].metric("Tokens/s per GPU", f"{best['tokens_per_s_per_gpu']:,.0f}", help="Output tokens per second per GPU at this configuration.")
+    m[1].metric("Tokens/s per GPU", sig(best["tokens_per_s_per_gpu"]), help="Output tokens per second per GPU at this configuration.")
     usd = best["usd_per_million_tokens"]
     m[2].metric(
         "$ per million output tokens",
@@ -364,7 +364,7 @@ else:
     else:
         m[3].metric(
             "Tokens/s per user",
-            f"{best['tokens_per_s_per_user']:,.1f}",
+            sig(best["tokens_per_s_per_user"]),
             help="Output tokens per second each user sees at this configuration.",
         )
     if fig.reading:
