@@ -43,10 +43,13 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
+cat = catalogue()
 if page is OVERVIEW_LINK:
+    # a link's first run: rewritten (older forms) and moved to the root in one switch, so no parameter is lost
+    # between two switches; later in the session, moved as it is
+    open_link(cat, OVERVIEW, move=True)
     st.switch_page(OVERVIEW, query_params={k: st.query_params.get_all(k) for k in st.query_params})
 st.session_state["_page"] = page.url_path or "overview"
-cat = catalogue()
 open_link(cat, page)
 restore_sidebar(cat)
 notes = scenario_sidebar(cat)

@@ -235,7 +235,7 @@ def write_calibration(gpu: str) -> None:
 # -- links --------------------------------------------------------------------------
 
 
-def open_link(cat: Catalogue, page: Any) -> None:
+def open_link(cat: Catalogue, page: Any, *, move: bool = False) -> None:
     """On a session's first run: rewrite a link in an older form once (reloading the page), and note what it cannot use.
 
     Accelerators and models given by id become their names, comma lists
@@ -253,7 +253,7 @@ def open_link(cat: Catalogue, page: Any) -> None:
         _calibration_from_link(current[CAL][-1], current.get("gpu", [default("gpu")])[-1], cat, messages)
     st.session_state["_link_messages"] = messages
     st.session_state["_link_given"] = current  # compared with what the widgets took, after the first run
-    if current != given:
+    if current != given or move:  # one switch, to `page` (move: the link's address is another page's)
         st.switch_page(page, query_params=current)
 
 
