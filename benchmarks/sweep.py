@@ -140,11 +140,14 @@ def _pairs(cached: int, q: int, w: float | None) -> float:
     return (a + w) * (w - a + 1) / 2 + (c - w) * w
 
 
-def loop_scenario(s: dict[str, Any], ops: list[dict[str, Any]], gpu: dict[str, Any], model: Any, total_params: float) -> dict[str, Any]:
+def loop_scenario(
+    s: dict[str, Any], ops: list[dict[str, Any]], gpu: dict[str, Any], model: Any, total_params: float, rent: float | None
+) -> dict[str, Any]:
     """Every figure the sweep returns for one scenario, one scenario at a time (core.model.ceilings' rules).
 
     Sweep scenarios have no speculative decoding, default efficiencies and
-    no price, as scenario_grid makes them.
+    no price of their own, as scenario_grid makes them: their cost uses
+    `rent`, the median published on-demand price per GPU-hour (None: none).
     """
     n, batch, context = s["num_gpus"], s["batch"], s["context"]
     decode = loop_step(s, ops, gpu, model, batch, 1, context, False)
@@ -196,7 +199,7 @@ def loop_scenario(s: dict[str, Any], ops: list[dict[str, Any]], gpu: dict[str, A
         "fits": fits,
         "max_batch": max_batch,
         "min_gpus": min_gpus,
-        "usd_per_million_tokens": None,
+        "usd_per_million_tokens": rent * n / (total * 3600.0) * 1e6 if rent is not None and total else None,
         "tokens_per_s_per_watt": total / (n * gpu["power_w"]) if total is not None and gpu["power_w"] else None,
         "flags": flags,
     }
@@ -251,12 +254,17 @@ def main() -> None:
         gpus = {g["id"]: g for g in cat.gpus.to_dicts()}
         rows = grid[sample_idx].to_dicts()
         params = dict(zip(cat.models["id"], cat.models["total_params"], strict=True))
+        rents: dict[str, list[float]] = {}
+        for p in cat.prices.filter(pl.col("kind") == "rent").to_dicts():
+            rents.setdefault(p["gpu"], []).append(p["usd"])
+        rent = {g: statistics.median(v) for g, v in rents.items()}
         loop_times = []
         loop_out: list[dict[str, Any]] = []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             loop_out = [
-                loop_scenario(r, ops_by_model[r["model"]], gpus[r["gpu"]], cat.records[r["model"]], params[r["model"]]) for r in rows
+                loop_scenario(r, ops_by_model[r["model"]], gpus[r["gpu"]], cat.records[r["model"]], params[r["model"]], rent.get(r["gpu"]))
+                for r in rows
             ]
             loop_times.append(time.perf_counter() - t0)
         loop_s = min(loop_times)
