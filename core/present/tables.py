@@ -293,11 +293,26 @@ def number_format(values: pl.Series, digits: int = 3) -> str:
     numbers (GB on the GPUs, a count stored as a float) keeps every digit: "%,.0f" (1,128, not 1,130).
     The data keeps full precision: sorting, AppTests and downloads see the exact values.
     """
-    finite = values.cast(pl.Float64).fill_nan(None).drop_nulls()
-    finite = finite.filter(finite.is_finite())
-    if finite.len() and bool((finite == finite.round(0)).all()):
-        return "%,.0f"
-    return f"%,.{digits}g"
+    return number_formats(pl.DataFrame({"v": values.cast(pl.Float64)}), digits)["v"]
+
+
+def number_formats(frame: pl.DataFrame, digits: int = 3) -> dict[str, str]:
+    """number_format of every float column of `frame`, in one pass over the frame (a table is drawn on every rerun)."""
+    names = _floats(frame)
+    if not names:
+        return {}
+    whole = frame.select(
+        [
+            pl.col(n)
+            .cast(pl.Float64)
+            .fill_nan(None)
+            .pipe(lambda c: c.filter(c.is_finite()))
+            .pipe(lambda c: (c.len() > 0) & (c == c.round(0)).all())
+            .alias(n)
+            for n in names
+        ]
+    ).row(0, named=True)
+    return {n: "%,.0f" if whole[n] else f"%,.{digits}g" for n in names}
 
 
 #: Glide's text metrics at Streamlit's 14 px font, for `table_width`: about 7.5 px a character, 16 px padding a cell,

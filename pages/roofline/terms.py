@@ -9,7 +9,7 @@ from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.present.text import escape_markdown
 from core.present.tour import prefill_matmuls, prefill_sentence
-from pages.shared.data import catalogue
+from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import scenario
 
 TERMS = {
@@ -24,19 +24,23 @@ TERMS = {
 }
 
 
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=256, show_spinner=False)
+def prefill_term(cat: Catalogue, sc: Scenario) -> str:
+    """The prefill matmul's explanation with the scenario's own figures, counted both ways (once per scenario)."""
+    pm, r = prefill_matmuls(cat, sc), ceiling(cat, sc)
+    side = "" if r.ridge is None else (", so they are compute-bound" if pm.intensity >= r.ridge else ", so they are memory-bound")
+    said = prefill_sentence(pm)
+    return (
+        f"{TERMS['Prefill matmul']} For {escape_markdown(cat.model(sc.model).name)}, {said[0].lower()}{said[1:]} "
+        f"The ridge of {escape_markdown(r.gpu_name)} in {r.compute_used} is {r.ridge or 0:,.0f} FLOP/byte{side}."
+    )
+
+
 def explain_terms(cat: Catalogue | None = None, sc: Scenario | None = None) -> None:
     """One expander per term; the prefill matmul's with the scenario's own figures, counted both ways."""
     cat = cat if cat is not None else catalogue()
     sc = sc if sc is not None else scenario()
     st.subheader("Terms")
     for term, text in TERMS.items():
-        if term == "Prefill matmul":
-            pm, r = prefill_matmuls(cat, sc), ceiling(cat, sc)
-            side = "" if r.ridge is None else (", so they are compute-bound" if pm.intensity >= r.ridge else ", so they are memory-bound")
-            said = prefill_sentence(pm)
-            text = (
-                f"{text} For {escape_markdown(cat.model(sc.model).name)}, {said[0].lower()}{said[1:]} "
-                f"The ridge of {escape_markdown(r.gpu_name)} in {r.compute_used} is {r.ridge or 0:,.0f} FLOP/byte{side}."
-            )
         with st.expander(term):
-            st.markdown(text)
+            st.markdown(prefill_term(cat, sc) if term == "Prefill matmul" else text)

@@ -13,9 +13,9 @@ from core.evidence.reference import evidence_for
 from core.present.charts import export_chart
 from core.present.evidence import evidence_display
 from core.present.exports import scenario_line, scenario_parts, titled
-from core.present.tables import csv_ready, number_format, table_width
+from core.present.tables import csv_ready, number_formats, table_width
 from core.present.text import DASH, escape_markdown, plural
-from pages.shared.data import catalogue
+from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import scenario
 
 
@@ -31,11 +31,12 @@ def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) ->
     """
     st.download_button(
         ":material/download: CSV",
-        csv_ready(frame).write_csv().encode("utf-8"),
+        lambda: csv_ready(frame).write_csv().encode("utf-8"),  # written when pressed, not on every rerun
         file_name=f"{_slug(name)}.csv",
         mime="text/csv",
         key=key or f"csv-{_slug(name)}",
         help=f"Download the {name} table as CSV: every column, full precision.",
+        on_click="ignore",
     )
 
 
@@ -107,9 +108,10 @@ def number_columns(frame: pl.DataFrame, fmt: str | None = None) -> dict[str, obj
     with separators ("1,024"), except ids, row numbers and years.
     """
     config: dict[str, object] = {}
+    formats = number_formats(frame)
     for c, t in frame.schema.items():
         if t in (pl.Float32, pl.Float64):
-            config[c] = st.column_config.NumberColumn(format=fmt or number_format(frame[c]))
+            config[c] = st.column_config.NumberColumn(format=fmt or formats[c])
         elif t.is_integer() and not _PLAIN_INTEGERS.search(c):
             config[c] = st.column_config.NumberColumn(format="%,d")
     return config
@@ -130,6 +132,22 @@ def keep_options(key: str, options: Sequence[Any]) -> None:
         st.session_state[key] = options[0]
 
 
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=256, show_spinner=False)
+def _evidence(cat: Any, gpus: tuple[str, ...], model: str) -> tuple[list[str], int, pl.DataFrame]:
+    """The panel's sentences, how many rows bear on it and the first 40 as shown (figured once per catalogue and
+    scenario, not on every rerun)."""
+    sentences, shown = [], []
+    for gpu in dict.fromkeys(gpus):
+        ev = evidence_for(cat, gpu, model)
+        sentences.append(ev.sentence)
+        if ev.rows.height:
+            shown.append(ev.rows)
+    if not shown:
+        return sentences, 0, pl.DataFrame()
+    rows = pl.concat(shown, how="diagonal_relaxed").unique("id", keep="first", maintain_order=True)
+    return sentences, rows.height, evidence_display(rows.head(40))
+
+
 def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> None:
     """Beside a scenario: how the published measurements of this model on these accelerators sit under their ceilings, each linked.
 
@@ -137,17 +155,12 @@ def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> No
     accelerator, else the nearest: same accelerator and another model size, else the same model
     elsewhere) and the rows behind it in an expander, every value linked to the page it is printed in.
     """
-    shown = []
-    for gpu in dict.fromkeys(gpus):
-        ev = evidence_for(cat, gpu, model)
-        st.caption(f":material/fact_check: {escape_markdown(ev.sentence)}")
-        if ev.rows.height:
-            shown.append(ev.rows)
-    if not shown:
+    sentences, count, table = _evidence(cat, tuple(gpus), model)
+    for sentence in sentences:
+        st.caption(f":material/fact_check: {escape_markdown(sentence)}")
+    if not count:
         return
-    rows = pl.concat(shown, how="diagonal_relaxed").unique("id", keep="first", maintain_order=True)
-    with st.expander(f"The published measurements ({rows.height:,}), each with its source", icon=":material/fact_check:"):
-        table = evidence_display(rows.head(40))
+    with st.expander(f"The published measurements ({count:,}), each with its source", icon=":material/fact_check:"):
         data_table(
             table,
             "published measurements",
@@ -172,6 +185,12 @@ def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> No
 NARROW_TABLE_PX = 780
 
 
+@st.cache_data(max_entries=512, show_spinner=False)
+def _layout(frame: pl.DataFrame) -> tuple[dict[str, object], int]:
+    """A table's number formats and its width as drawn (figured once per table's content, not on every rerun)."""
+    return number_columns(frame), table_width(frame)
+
+
 def data_table(
     frame: pl.DataFrame,
     name: str,
@@ -190,7 +209,8 @@ def data_table(
     and, where the table is wider than the page at 1280 px, a line saying so. The CSV holds `frame`
     itself: every column, full precision.
     """
-    config: dict[str, Any] = {**number_columns(frame), **(column_config or {})}
+    numbers, width = _layout(frame)
+    config: dict[str, Any] = {**numbers, **(column_config or {})}
     if frame.width:
         first = frame.columns[0]
         mine = config.get(first)
@@ -199,7 +219,7 @@ def data_table(
         elif mine is None or isinstance(mine, str):
             config[first] = st.column_config.Column(mine, pinned=True)
     st.dataframe(frame, hide_index=True, key=key, column_config=config, placeholder=DASH, **kwargs)
-    if table_width(frame) > NARROW_TABLE_PX:
+    if width > NARROW_TABLE_PX:
         st.caption(
             f":material/swap_horiz: {plural(frame.width, 'column')}: where they do not all fit, scroll the table sideways "
             "(its first column stays in view)" + ("; the CSV holds every one." if download else ".")
