@@ -50,6 +50,9 @@ if st.session_state.get("measured") and not cat.profiles.is_empty():
     )
 
 big = presenting()
+# presentation mode leads with the headline and the chart, the controls folded under them; the slot is drawn in
+# both modes, so the elements above the bound controls never change from one run to the next
+lead = st.container()
 controls = st.expander("Controls: precision, vendor, form factor, year", expanded=False) if big else st.container()
 c1, c2, c3, c4 = controls.columns([2, 2, 2, 2])
 precision = c1.radio(
@@ -81,25 +84,26 @@ years = c4.slider(
     help="Year of release or announcement. Accelerators without a year (a custom one may have none) are always kept.",
 )
 fig = figures(cat, precision, tuple(vendors), tuple(forms), tuple(years), sc.batch, sc.weights, big, sc.gpu)
+head = lead if big else st.container()
 if fig.table.is_empty() or fig.chart is None or fig.shown is None or fig.groups is None:
-    st.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
+    head.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
     st.stop()
 n_compute = int((fig.table["bound"] == "compute").sum())
-st.metric(
+head.metric(
     f"Compute-bound at batch {sc.batch} ({sc.weights} weights, {precision} peak)",
     f"{n_compute:,} of {plural(fig.table.height, 'accelerator')}",
     help="An accelerator is compute-bound for the decode matmuls once 2 × batch ÷ bytes per weight reaches its ridge.",
 )
-st.markdown(
+head.markdown(
     f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{fig.intensity:,.0f} FLOP/byte**. "
     f"Compute-bound on **{n_compute:,}** of {plural(fig.table.height, 'accelerator')}."
 )
 if fig.undated:
-    st.caption(
+    head.caption(
         f"{fig.undated} accelerator{'s' if fig.undated > 1 else ''} without a year {'are' if fig.undated > 1 else 'is'} shown "
         "whatever the year filter."
     )
-show_chart(fig.chart, width="stretch")
+show_chart(fig.chart, head, width="stretch")
 chart_exports(fig.chart, f"ridges-{precision}")
 data_table(fig.shown, f"ridges {precision}", key="rd_table")
 

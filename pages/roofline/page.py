@@ -41,7 +41,10 @@ st.title("Roofline")
 cat = catalogue(datasheet=True)
 names = labels(cat, "accelerator")
 big = presenting()
-controls = st.expander("Controls", expanded=False) if big else st.container()
+# presentation mode leads with the headline and the chart, the controls folded under them; the slot is drawn in
+# both modes, so the elements above the bound controls never change from one run to the next
+lead = st.container()
+controls = st.expander("Controls: overlay accelerators, precisions, efficiencies", expanded=False) if big else st.container()
 c1, c2, c3 = controls.columns([3, 2, 2])
 gpu = scenario().gpu
 others = [g for g in names if g != gpu]
@@ -92,6 +95,7 @@ def roofline_panel() -> RooflineAt:
     if st.session_state.pop("_rf_whole_page", False):
         st.rerun()  # the batch stopped on is the scenario's now: every figure of the page changes
     playing = bool(st.session_state.get("rf_playing"))
+    head = st.empty()  # the headline leads, above Play
     # one placeholder for Play's controls: each frame replaces them whole (a frame cut short by the next leaves none stale)
     row = st.empty().container(horizontal=True, vertical_alignment="center")
     # Play first in both states (disabled while it plays): the row keeps its first element from frame to frame
@@ -124,7 +128,7 @@ def roofline_panel() -> RooflineAt:
         shown = at(cat, sc.model_copy(update={"batch": frame}), *lines, big, operations=False)
     else:
         shown_batch, shown = sc.batch, at(cat, sc, *lines, big)
-    draw(shown, shown_batch)
+    draw(shown, shown_batch, head)
     if playing:
         time.sleep(FRAME_S)
         if st.session_state.get("rf_playing"):  # not stopped meanwhile
@@ -143,10 +147,10 @@ def arrow_datasets(spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "datasets": {k: convert_arrow_table_to_arrow_bytes(pa.Table.from_pylist(v)) for k, v in spec["datasets"].items()}}
 
 
-def draw(shown: RooflineAt, batch: int) -> None:
-    """The headline, the chart and the batch line of one batch."""
+def draw(shown: RooflineAt, batch: int, head: Any) -> None:
+    """The headline (into `head`), the chart and the batch line of one batch."""
     step = shown.points.filter(pl.col("point") == "decode step").row(0, named=True)
-    st.metric(
+    head.metric(
         f"Decode at batch {batch:,}: {step['bound']}-bound",
         f"{step['share_of_peak']:.1%} of peak compute",
         help=f"Whole decode step at {step['intensity']:.1f} FLOP/byte against a ridge of {step['ridge']:.0f} FLOP/byte.",
@@ -158,7 +162,8 @@ def draw(shown: RooflineAt, batch: int) -> None:
 
 # this runs on a whole-page run only (a frame of Play reruns the fragment alone): another control changed, Play ends
 st.session_state["rf_playing"] = False
-roofline_panel()
+with lead if big else st.container():
+    roofline_panel()
 shown = at(cat, sc, *lines, big)
 chart_exports(shown.chart, "roofline")
 for shown_gpu in [sc.gpu, *overlay]:

@@ -13,6 +13,8 @@ pytestmark = pytest.mark.e2e
 #: page -> what leads it in presentation mode (the first element after the title) and what fills the width
 PAGES = {
     "overview": ("stMetric", "stVegaLiteChart"),
+    "roofline?rf_compare=b200&rf_precisions=fp8": ("stMetric", "stVegaLiteChart"),
+    "ridges": ("stMetric", "stVegaLiteChart"),
     "calculator?spec_draft_len=4": ("stMetric", "stVegaLiteChart"),
     "compare": ("Best by", "stVegaLiteChart"),
     "sweep": ("stMetric", "stVegaLiteChart"),
@@ -22,14 +24,16 @@ PAGES = {
 }
 CONTROLS = ("combobox", "spinbutton", "slider", "textbox", "radio", "switch", "checkbox")
 
-#: In document order, the visible elements of the main area after the page's title: the test id inside each and its text.
+#: In document order, the visible elements of the main area after the page's title, a folded expander's line
+#: counted as one: the test id of each (or of its first inner element) and its text.
 _AFTER_TITLE = """() => {
   const main = document.querySelector("[data-testid='stMain']");
-  const shown = [...main.querySelectorAll("[data-testid='stElementContainer']")]
-    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0);
+  const shown = [...main.querySelectorAll("[data-testid='stElementContainer'], [data-testid='stExpander']")]
+    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0)
+    .filter(e => !e.parentElement.closest("[data-testid='stExpander']"));
   const title = shown.findIndex(e => e.querySelector("h1"));
   return shown.slice(title + 1, title + 4).map(e => {
-    const inner = e.querySelector("[data-testid]");
+    const inner = e.getAttribute("data-testid") === "stExpander" ? e : e.querySelector("[data-testid]");
     const has = [...e.querySelectorAll("[data-testid]")].map(x => x.getAttribute("data-testid"));
     return {id: inner ? inner.getAttribute("data-testid") : "", has: has, text: e.innerText.slice(0, 120)};
   });
