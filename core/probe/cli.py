@@ -11,6 +11,7 @@ without either a summary is printed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -66,7 +67,10 @@ def measure(args: argparse.Namespace, backend: Backend) -> ProbeDocument:
     """Run the probe on a backend and write or print its document as the options say."""
     doc = run_probe(backend, quick=args.quick, progress=lambda m: print(f"probe: {m}", file=sys.stderr, flush=True))
     if args.out:
-        args.out.write_text(doc.to_json(), encoding="utf-8")
+        try:
+            args.out.write_text(doc.to_json(), encoding="utf-8")
+        except OSError as exc:
+            raise RuntimeError(f"--out: cannot write {args.out}: {exc.strerror or exc}") from None
         print(f"probe: wrote {args.out}", file=sys.stderr)
     if args.json:
         print(doc.to_json())
@@ -75,14 +79,29 @@ def measure(args: argparse.Namespace, backend: Backend) -> ProbeDocument:
     return doc
 
 
+def out_problem(out: Path) -> str | None:
+    """Before a run of minutes: what stops the document being written to `out`, its folder created if missing (None: nothing)."""
+    if out.is_dir():
+        return f"--out: {out} is a folder; give a file name, e.g. {out / 'probe.json'}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--out: cannot create the folder {out.parent}: {exc.strerror or exc}"
+    if not os.access(out.parent, os.W_OK | os.X_OK):
+        return f"--out: cannot write in {out.parent} (permission denied)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m core.probe", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.out and (problem := out_problem(args.out)):
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     try:
-        backend = backend_for(args.device)
+        measure(args, backend_for(args.device))
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    measure(args, backend)
     return 0

@@ -260,3 +260,23 @@ def test_a_kernel_the_device_refuses_is_recorded_not_fatal():
     assert any(s.why.startswith("the kernel failed: no kernel for m=1") for s in doc.skipped)
     assert any(s.why.startswith("the kernel failed: no operands for m=16") for s in doc.skipped)
     assert [r.m for r in doc.matmul if r.shape == "decode"] == [64]
+
+
+def test_python_m_core_probe_out_into_a_missing_folder_creates_it(tmp_path, capsys):
+    out = tmp_path / "new" / "deeper" / "probe.json"
+    assert probe_cli.main(["--device", "cpu", "--quick", "--out", str(out)]) == 0
+    assert parse_probe(out.read_bytes()).summary.bandwidth_bytes_per_s > 0
+    assert f"probe: wrote {out}" in capsys.readouterr().err
+
+
+def test_python_m_core_probe_out_it_cannot_write_says_so_before_measuring(tmp_path, capsys, monkeypatch):
+    ran = []
+    monkeypatch.setattr(probe_cli, "run_probe", lambda *a, **k: ran.append(1))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert probe_cli.main(["--device", "cpu", "--out", str(blocker / "probe.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out: cannot create the folder {blocker}") and "Traceback" not in err
+    assert probe_cli.main(["--device", "cpu", "--out", str(tmp_path)]) == 2
+    assert f"{tmp_path} is a folder; give a file name" in capsys.readouterr().err
+    assert not ran  # refused before minutes of measuring, not after
