@@ -11,7 +11,8 @@ Debian's Chromium (/usr/bin/chromium) with Playwright and prints:
   the page's own clock from the keydown event to the first animation frame
   where the chart's title names the new batch, the batch line under it says
   "Batch N ·" and the app's script state is back to notRunning. Beside it, from
-  the websocket: the press to the last message of the rerun received (the
+  the websocket: the press to the browser's rerun request, that request to the
+  first message back, the press to the last message of the rerun received (the
   server's rerun and the transfer), the bytes the rerun sent to the browser, and the server process's CPU time
   per press (from /proc: the server's work, which other load on the machine does not inflate).
 
@@ -159,7 +160,7 @@ def main() -> None:
             page.wait_for_selector(READY)
             box = page.get_by_role("spinbutton", name="Batch (sequences)")
             batch = int(box.input_value())
-            total, server, sizes, cpu = [], [], [], []
+            total, server, sizes, cpu, asked, first = [], [], [], [], [], []
             for _ in range(args.presses):
                 box.focus()
                 page.evaluate(ARM, batch + 1)
@@ -171,11 +172,18 @@ def main() -> None:
                 total.append(float(page.evaluate("window.__done")))
                 cpu.append(cpu_ms(proc.pid) - cpu0)
                 received = [f for f in frames if f[2] == "received"]
+                sent = [f for f in frames if f[2] == "sent"]
+                if sent and received:
+                    asked.append((sent[0][0] - t_press) * 1e3)
+                    first.append((received[0][0] - sent[0][0]) * 1e3)
                 if received:
                     server.append((received[-1][0] - t_press) * 1e3)
                     sizes.append(sum(f[1] for f in received) / 1024)
                 batch += 1
             stats("key press to updated chart (browser clock)", total)
+            if asked:
+                stats("  key press to rerun request sent", asked)
+                stats("  request sent to first message back", first)
             if server:
                 stats("key press to last rerun message (websocket)", server)
                 stats("bytes sent to the browser per rerun", sizes, unit="KiB")

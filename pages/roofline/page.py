@@ -27,14 +27,15 @@ PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
 def view(cat: Catalogue, sc: Scenario, overlay: tuple[str, ...], precisions: tuple[str, ...]) -> RooflineView:
-    return roofline_view(cat, sc.model_copy(update={"batch": 1}), overlay, precisions)
+    """The batch-independent part of the roofline (`sc` comes at batch 1, so every batch shares one entry)."""
+    return roofline_view(cat, sc, overlay, precisions)
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=256, show_spinner=False)
 def at(
     cat: Catalogue, sc: Scenario, overlay: tuple[str, ...], precisions: tuple[str, ...], big: bool, operations: bool = True
 ) -> RooflineAt:
-    return roofline_at(cat, view(cat, sc, overlay, precisions), sc, big=big, operations=operations)
+    return roofline_at(cat, view(cat, sc.model_copy(update={"batch": 1}), overlay, precisions), sc, big=big, operations=operations)
 
 
 st.title("Roofline")

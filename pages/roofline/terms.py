@@ -26,7 +26,8 @@ TERMS = {
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=256, show_spinner=False)
 def prefill_term(cat: Catalogue, sc: Scenario) -> str:
-    """The prefill matmul's explanation with the scenario's own figures, counted both ways (once per scenario)."""
+    """The prefill matmul's explanation with the scenario's own figures, counted both ways (once per scenario; one
+    prompt's prefill and the ridge do not depend on the batch, so the page asks at batch 1)."""
     pm, r = prefill_matmuls(cat, sc), ceiling(cat, sc)
     side = "" if r.ridge is None else (", so they are compute-bound" if pm.intensity >= r.ridge else ", so they are memory-bound")
     said = prefill_sentence(pm)
@@ -43,4 +44,4 @@ def explain_terms(cat: Catalogue | None = None, sc: Scenario | None = None) -> N
     st.subheader("Terms")
     for term, text in TERMS.items():
         with st.expander(term):
-            st.markdown(prefill_term(cat, sc) if term == "Prefill matmul" else text)
+            st.markdown(prefill_term(cat, sc.model_copy(update={"batch": 1})) if term == "Prefill matmul" else text)
