@@ -475,6 +475,14 @@ ABOVE_COLOUR = "#c53030"
 #: compute-bound) nor the red of a point above its ceiling.
 ACCELERATOR_COLOURS = [c for c in ROOF_COLOURS if c != ABOVE_COLOUR] + ["#0891b2", "#65a30d", "#a21caf"]
 _ABOVE = "datum.status == 'above ceiling'"
+#: The measured points' shape legend: a short title that fits the legend's width, grey symbols (a point within its
+#: ceiling has its accelerator's colour, not one of its own) and labels that say the red.
+STATUS_LEGEND = alt.Legend(
+    title="Measured point",
+    symbolFillColor="#718096",
+    symbolStrokeColor="#718096",
+    labelExpr="datum.label == 'above ceiling' ? 'above its ceiling (red)' : 'within its ceiling'",
+)
 
 
 def _by_accelerator(field: str, title: str, legend: alt.Legend | None = None) -> alt.Color:
@@ -562,7 +570,7 @@ def measured_roofline_chart(
             x=x,
             y=y,
             color=alt.condition(_ABOVE, alt.value(ABOVE_COLOUR), accelerator),
-            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point (red: above its ceiling)"),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=STATUS_LEGEND),
             tooltip=tips,
         )
     )
@@ -645,7 +653,7 @@ def throughput_batch_chart(
             x=x,
             y=y,
             color=alt.condition(_ABOVE, alt.value(ABOVE_COLOUR), setup),  # a point has its setup's line's colour
-            shape=alt.Shape("status:N", scale=STATUS_SHAPES, title="Measured point (red: above its ceiling)"),
+            shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=STATUS_LEGEND),
             tooltip=[
                 alt.Tooltip("label:N", title="Measurement"),
                 alt.Tooltip("n:Q", format=",", title="Measurements"),

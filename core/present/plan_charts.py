@@ -12,7 +12,7 @@ import altair as alt
 import polars as pl
 
 from core.plan.planning import COMPONENTS, MEMORY_SEGMENTS
-from core.present.charts import BOUND_SCALE, COMPUTE_COLOUR, MEMORY_COLOUR, SI_FORMAT, positive
+from core.present.charts import ACCELERATOR_COLOURS, BOUND_SCALE, COMPUTE_COLOUR, MEMORY_COLOUR, SI_FORMAT, positive
 
 COMPONENT_SCALE = alt.Scale(
     domain=list(COMPONENTS), range=[MEMORY_COLOUR, "#6baed6", "#c6dbef", COMPUTE_COLOUR, "#6b46c1", "#0d9488", "#a0aec0"]
@@ -223,7 +223,14 @@ def purchase_frontier_chart(
     )
     yy = alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=_padded(data[y], 1.4)), axis=alt.Axis(format=fmt, title=axis_title))
     legend = alt.Legend(orient="bottom", columns=2 if colour_by == "series" else 4, labelLimit=320)
-    colour = alt.Color(f"{colour_by}:N", title="Configuration" if colour_by == "series" else "Accelerator", legend=legend)
+    # one distinct colour per curve, none blue or orange (memory- and compute-bound); Streamlit's theme would give
+    # two blues to the first two
+    colour = alt.Color(
+        f"{colour_by}:N",
+        title="Configuration" if colour_by == "series" else "Accelerator",
+        scale=alt.Scale(range=ACCELERATOR_COLOURS),
+        legend=legend,
+    )
     tips = [
         alt.Tooltip("series:N", title="Configuration"),
         alt.Tooltip("batch:Q", title="Batch"),

@@ -259,6 +259,21 @@ def test_the_frontier_chart_keeps_the_target_line_inside_the_plot(cat):
     assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
 
 
+def test_the_frontier_s_curves_each_have_their_own_colour_none_blue_or_orange(cat):
+    """Two accelerators on the compare page's frontier: two colours from a fixed range, distinct, and neither the
+    blue nor the orange that mean memory- and compute-bound (Streamlit's theme gave them two similar blues)."""
+    from core.present.charts import COMPUTE_COLOUR, MEMORY_COLOUR
+    from core.present.plan_charts import purchase_frontier_chart
+
+    sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b")
+    table = compare_accelerators(cat, ["a100-80gb-sxm", "l40s"], sc)
+    spec = purchase_frontier_chart(frontier_curves(cat, table, sc)).to_dict(validate=False)
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
+    first_two = scale["range"][:2]
+    assert len(set(first_two)) == 2 and not {MEMORY_COLOUR, COMPUTE_COLOUR} & set(scale["range"])
+    assert all(c.startswith("#") and len(c) == 7 for c in scale["range"])
+
+
 def test_a_frontier_at_a_given_gpu_count_is_drawn_at_that_count(cat):
     """`frontier --num-gpus 16` on H100: the curve is at 16 GPUs as asked (wider than one HGX board, so each scenario is
     flagged), not silently narrowed to what the domain holds."""

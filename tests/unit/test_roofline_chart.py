@@ -230,6 +230,10 @@ def test_measured_points_are_coloured_by_their_accelerator(cat):
     assert set(colour) == {"0", "1", "2"}, fills
     assert colour["0"] != colour["1"] and colour["2"] == ABOVE_COLOUR
     assert {colour["0"], colour["1"]} <= set(ACCELERATOR_COLOURS)
+    # the shape legend reads whole (its old title was cut to "Measured point (red: above i…") and says the red
+    texts = [t.strip() for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+    assert {"Measured point", "within its ceiling", "above its ceiling (red)"} <= set(texts), texts
+    assert not [t for t in texts if t.endswith("…")], texts
 
 
 def test_measured_page_marks_carry_the_accelerator_name(cat, tmp_path):
