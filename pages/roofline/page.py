@@ -6,9 +6,7 @@ import time
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 import streamlit as st
-from streamlit.dataframe_util import convert_arrow_table_to_arrow_bytes
 
 from core.catalogue.catalogue import Catalogue
 from core.evidence.probes import made_from_probe, measured_line
@@ -142,12 +140,6 @@ def roofline_panel() -> RooflineAt:
     return shown
 
 
-def arrow_datasets(spec: dict[str, Any]) -> dict[str, Any]:
-    """The chart's spec with its datasets as Arrow bytes, made straight from their rows: Streamlit would make each
-    through pandas, about 30 ms of every rerun for the roofline's six small datasets."""
-    return {**spec, "datasets": {k: convert_arrow_table_to_arrow_bytes(pa.Table.from_pylist(v)) for k, v in spec["datasets"].items()}}
-
-
 def draw(shown: RooflineAt, batch: int, head: Any) -> None:
     """The headline (into `head`), the chart and the batch line of one batch."""
     step = shown.points.filter(pl.col("point") == "decode step").row(0, named=True)
@@ -156,7 +148,7 @@ def draw(shown: RooflineAt, batch: int, head: Any) -> None:
         f"{step['share_of_peak']:.1%} of peak compute",
         help=f"Whole decode step at {step['intensity']:.1f} FLOP/byte against a ridge of {step['ridge']:.0f} FLOP/byte.",
     )
-    show_chart(arrow_datasets(shown.chart), width="stretch")
+    show_chart(shown.chart, width="stretch")
     matmul = shown.points.filter(pl.col("point") == "decode matmul")["intensity"][0]
     st.markdown(f"**Batch {batch:,}** · decode matmul at {matmul:.1f} FLOP/byte")
 

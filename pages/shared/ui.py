@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 import streamlit as st
+from streamlit.dataframe_util import convert_arrow_table_to_arrow_bytes
 
 from core.evidence.reference import evidence_for
 from core.present.charts import export_chart
@@ -77,11 +79,25 @@ def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "conten
     """Draw a chart's Vega-Lite spec (the builders are tested; Streamlit need not validate it again).
 
     Stretched to its container (presentation mode), a chart's own "pad" sizing would add its axes and legend to
-    the container's width and overflow it: its width fits the container instead (its height stays).
+    the container's width and overflow it: its width fits the container instead (its height stays). Its named
+    datasets go as Arrow bytes made straight from their rows: Streamlit would make each through pandas (about
+    30 ms of every rerun for the roofline's six small datasets); a dataset Arrow cannot type is left to Streamlit.
     """
     if width == "stretch" and spec.get("autosize") == {"type": "pad"}:
         spec = {**spec, "autosize": {"type": "fit-x", "contains": "padding"}}
+    if isinstance(spec.get("datasets"), dict):
+        spec = {**spec, "datasets": {name: _arrow(rows) for name, rows in spec["datasets"].items()}}
     (target or st).vega_lite_chart(spec, width=width)
+
+
+def _arrow(rows: Any) -> Any:
+    """A dataset's rows as Arrow IPC bytes, or the rows as they are where Arrow cannot type a column."""
+    if not isinstance(rows, list):
+        return rows
+    try:
+        return convert_arrow_table_to_arrow_bytes(pa.Table.from_pylist(rows))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return rows
 
 
 def parquet_download(data: bytes, name: str, *, key: str | None = None) -> None:
