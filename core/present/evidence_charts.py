@@ -158,6 +158,9 @@ def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width:
         .encode(x=alt.X("measured:Q", scale=scale), y=alt.Y("predicted:Q", scale=scale))
     )
     what = METRICS[metric][0] if metric in METRICS else metric
-    return alt.layer(diagonal, points).properties(
-        title=title or f"Predicted against measured: {what} (y = x dashed)", width=width, height=width
-    )
+    # a title wider than the chart would shrink its plot (the x axis was drawn about 110 px wide of 520): a short
+    # title, the metric in the subtitle, neither wider than the plot
+    heading = alt.TitleParams(text=title or "Predicted against measured (y = x dashed)", subtitle=[] if title else [what], limit=width)
+    # "pad": the plot itself is width x width, its axes, title and legend around it (fitted into a width x width box, the
+    # y = x line would no longer be at 45 degrees)
+    return alt.layer(diagonal, points).properties(title=heading, width=width, height=width, autosize=alt.AutoSizeParams(type="pad"))

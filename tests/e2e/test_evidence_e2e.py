@@ -60,6 +60,13 @@ def test_the_scorecard_and_the_evidence_beside_a_scenario(fresh_server, page):
     wait_ready(page)
     page.get_by_text("Accuracy scorecard").scroll_into_view_if_needed()
     expect(page.get_by_text("Calibrated on the other sources")).to_be_visible()
+    # the predicted-against-measured chart is square: its y = x line, which runs corner to corner of the plot, as wide
+    # as it is high and at least 400 px (a title wider than the chart once shrank the plot to about 110 px wide of 520)
+    chart = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']").last
+    chart.scroll_into_view_if_needed()
+    chart.locator("svg g.mark-symbol path").first.wait_for()
+    box = chart.locator("svg g.mark-line path").first.bounding_box()
+    assert box and abs(box["width"] - box["height"]) <= 0.05 * box["height"] and box["width"] >= 400, box
     screenshot(page, "measured-scorecard")
     n = sum(1 for r in SHIPPED if r["gpu"] == "h100-sxm" and r["model"] == "llama-3.1-8b")
     page.goto(fresh_server.url("calculator"))
