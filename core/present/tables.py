@@ -301,18 +301,15 @@ def number_formats(frame: pl.DataFrame, digits: int = 3) -> dict[str, str]:
     names = _floats(frame)
     if not names:
         return {}
-    whole = frame.select(
-        [
-            pl.col(n)
-            .cast(pl.Float64)
-            .fill_nan(None)
-            .pipe(lambda c: c.filter(c.is_finite()))
-            .pipe(lambda c: (c.len() > 0) & (c == c.round(0)).all())
-            .alias(n)
-            for n in names
-        ]
-    ).row(0, named=True)
+    whole = frame.select(_all_whole(n) for n in names).row(0, named=True)
     return {n: "%,.0f" if whole[n] else f"%,.{digits}g" for n in names}
+
+
+def _all_whole(name: str) -> pl.Expr:
+    """True when the column has a finite value and every finite value is a whole number."""
+    values = pl.col(name).cast(pl.Float64).fill_nan(None)
+    finite = values.filter(values.is_finite())
+    return ((finite.len() > 0) & (finite == finite.round(0)).all()).alias(name)
 
 
 #: Glide's text metrics at Streamlit's 14 px font, for `table_width`: about 7.5 px a character, 16 px padding a cell,

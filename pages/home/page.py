@@ -8,25 +8,19 @@ from core.catalogue.catalogue import Catalogue
 from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.plan.planning import would_fit
-from core.present.figures import RooflineAt, RooflineView, roofline_at, roofline_view
+from core.present.figures import RooflineAt, roofline_at
 from core.present.report import Section
 from core.present.text import duration, escape_markdown, si
-from pages.shared.data import HASH_FUNCS, catalogue
+from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
 from pages.shared.params import presenting, scenario
 from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, evidence_panel, show_chart
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
-def roof_view(cat: Catalogue, sc: Scenario) -> RooflineView:
-    """The batch-independent part of the small roofline (`sc` comes at batch 1, so every batch shares one entry)."""
-    return roofline_view(cat, sc, (), ())
-
-
-@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
 def small_roofline(cat: Catalogue, sc: Scenario) -> RooflineAt:
     """The scenario's roofline: its accelerator's roof at the compute format used, the operating points at its batch."""
-    return roofline_at(cat, roof_view(cat, sc.model_copy(update={"batch": 1})), sc, operations=False)
+    return roofline_at(cat, roofline_view_of(cat, sc), sc, operations=False)
 
 
 st.title("Roofline Explorer")

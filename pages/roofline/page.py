@@ -12,10 +12,10 @@ from core.catalogue.catalogue import Catalogue
 from core.evidence.probes import made_from_probe, measured_line
 from core.model.roofline import SWEEP_BATCHES
 from core.model.scenario import Scenario
-from core.present.figures import RooflineAt, RooflineView, roofline_at, roofline_view
+from core.present.figures import RooflineAt, roofline_at
 from core.present.text import escape_markdown
 from pages.roofline.terms import explain_terms
-from pages.shared.data import HASH_FUNCS, catalogue
+from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
 from pages.shared.params import labels, presenting, scenario
 from pages.shared.ui import chart_exports, data_table, evidence_panel, keep_options, show_chart
 from pages.shared.widgets import calibrated_inputs
@@ -23,17 +23,11 @@ from pages.shared.widgets import calibrated_inputs
 PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
 
 
-@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
-def view(cat: Catalogue, sc: Scenario, overlay: tuple[str, ...], precisions: tuple[str, ...]) -> RooflineView:
-    """The batch-independent part of the roofline (`sc` comes at batch 1, so every batch shares one entry)."""
-    return roofline_view(cat, sc, overlay, precisions)
-
-
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=256, show_spinner=False)
 def at(
     cat: Catalogue, sc: Scenario, overlay: tuple[str, ...], precisions: tuple[str, ...], big: bool, operations: bool = True
 ) -> RooflineAt:
-    return roofline_at(cat, view(cat, sc.model_copy(update={"batch": 1}), overlay, precisions), sc, big=big, operations=operations)
+    return roofline_at(cat, roofline_view_of(cat, sc, overlay, precisions), sc, big=big, operations=operations)
 
 
 st.title("Roofline")

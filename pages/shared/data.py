@@ -5,6 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue, load_catalogue
+from core.model.scenario import Scenario
+from core.present.figures import RooflineView, roofline_view
 from core.store import SessionStore, Store, get_store
 
 #: hash_funcs for st.cache_data: a catalogue by its store and generation (a write makes a new one).
@@ -43,3 +45,14 @@ def catalogue(*, datasheet: bool = False) -> Catalogue:
     """
     cat = load_catalogue(store())
     return cat.measured() if st.session_state.get("measured") and not datasheet else cat
+
+
+@st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
+def _roofline_view(cat: Catalogue, sc: Scenario, overlay: tuple[str, ...], precisions: tuple[str, ...]) -> RooflineView:
+    return roofline_view(cat, sc, overlay, precisions)
+
+
+def roofline_view_of(cat: Catalogue, sc: Scenario, overlay: tuple[str, ...] = (), precisions: tuple[str, ...] = ()) -> RooflineView:
+    """The batch-independent part of a roofline (roofs, the batch sweep), cached under the scenario at batch 1, so
+    every batch of one scenario shares one entry (core.present.figures.roofline_view ignores the batch)."""
+    return _roofline_view(cat, sc.model_copy(update={"batch": 1}), overlay, precisions)
