@@ -11,6 +11,7 @@ from core.present.text import escape_markdown
 from core.present.tour import prefill_matmuls, prefill_sentence
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import scenario
+from pages.shared.ui import folded
 
 TERMS = {
     "Arithmetic intensity": "FLOPs performed ÷ bytes moved to or from HBM (FLOP/byte). The only property of an operation the roofline needs.",
@@ -38,10 +39,16 @@ def prefill_term(cat: Catalogue, sc: Scenario) -> str:
 
 
 def explain_terms(cat: Catalogue | None = None, sc: Scenario | None = None) -> None:
-    """One expander per term; the prefill matmul's with the scenario's own figures, counted both ways."""
+    """One expander per term, its text drawn once it is opened (pages.shared.ui.folded); the prefill matmul's with
+    the scenario's own figures, counted both ways."""
     cat = cat if cat is not None else catalogue()
     sc = sc if sc is not None else scenario()
     st.subheader("Terms")
     for term, text in TERMS.items():
-        with st.expander(term):
-            st.markdown(prefill_term(cat, sc.model_copy(update={"batch": 1})) if term == "Prefill matmul" else text)
+        if box := folded(term, key=term_key(term)):
+            box.markdown(prefill_term(cat, sc.model_copy(update={"batch": 1})) if term == "Prefill matmul" else text)
+
+
+def term_key(term: str) -> str:
+    """The session-state key of a term's expander (True while open)."""
+    return "rf_term_" + term.lower().replace(" ", "_")

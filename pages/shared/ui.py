@@ -176,7 +176,10 @@ def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> No
         st.caption(f":material/fact_check: {escape_markdown(sentence)}")
     if not count:
         return
-    with st.expander(f"The published measurements ({count:,}), each with its source", icon=":material/fact_check:"):
+    box = folded(f"The published measurements ({count:,}), each with its source", key=f"{key}_open", icon=":material/fact_check:")
+    if box is None:
+        return
+    with box:
         data_table(
             table,
             "published measurements",
@@ -195,6 +198,17 @@ def evidence_panel(cat: Any, gpus: Sequence[str], model: str, *, key: str) -> No
         st.page_link(
             "pages/measured/page.py", label="Every published measurement, with the accuracy scorecard", icon=":material/fact_check:"
         )
+
+
+def folded(label: str, *, key: str, icon: str | None = None) -> Any | None:
+    """An expander whose content runs only while it is open: the container when open, else None (then draw nothing).
+
+    Closed (as it starts), its content is neither worked out nor sent, so the browser does not draw it hidden on
+    every rerun (a hidden table and eight hidden terms cost the roofline about 60 ms of every key press and a new
+    tab about 1 s; benchmarks/browser.py). Opening it reruns the page once; it stays open for the session.
+    """
+    box = st.expander(label, key=key, icon=icon, on_change="rerun")
+    return box if box.open else None
 
 
 #: About the main column's width in a 1280 px window with the sidebar open: a wider table scrolls sideways there.

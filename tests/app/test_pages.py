@@ -123,3 +123,31 @@ def test_a_calibrated_model_in_the_link_applies_to_every_page(open_page):
     assert expected["tokens_per_s_per_user"] < 0.8 * datasheet["tokens_per_s_per_user"]  # derated and an overhead per step
     at.toggle(key="use_calibration").set_value(False).run()
     assert {m.label: m.value for m in at.metric}["Tokens/s per user"] == si(datasheet["tokens_per_s_per_user"])
+
+
+def test_the_roofline_terms_and_the_published_rows_are_drawn_only_once_opened(open_page):
+    """Closed, a folded expander's content is not run or sent (each rerun draws less); opened, it is all there:
+    the prefill term with the scenario's figures, and the published rows behind the evidence sentence."""
+    from pages.roofline.terms import TERMS, term_key
+
+    at = open_page("roofline", gpu="h100-sxm", model="llama-3.1-8b", batch="1")
+    labels = [e.label for e in at.expander]
+    assert [t for t in TERMS if t in labels] == list(TERMS)  # every term's expander is on the page
+    evidence = next(e for e in at.expander if e.label.startswith("The published measurements ("))
+    shown = " ".join(m.value for m in at.markdown)
+    assert TERMS["Memory roof"] not in shown and "prefill's matmuls sit at" not in shown
+    assert len(at.dataframe) == 1  # the decode operations; the published rows wait in their closed expander
+    n = int(evidence.label.split("(")[1].split(")")[0].replace(",", ""))
+    assert n > 0
+
+    at.session_state[term_key("Memory roof")] = True
+    at.session_state[term_key("Prefill matmul")] = True
+    at.session_state["rf_evidence_open"] = True
+    at.run()
+    shown = " ".join(m.value for m in at.markdown)
+    assert TERMS["Memory roof"] in shown and TERMS["Ridge point"] not in shown
+    # Llama 3.1 8B's prefill of 2,048 tokens counted with weights only: 2 x 2,048 / 2 bytes per bf16 weight
+    assert "prefill's matmuls sit at" in shown and "2,048 counting weights only" in shown
+    assert len(at.dataframe) == 2
+    (rows,) = [d.value for d in at.dataframe if "Source" in d.value.columns]
+    assert len(rows) == min(n, 40)
