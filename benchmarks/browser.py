@@ -16,10 +16,15 @@ Debian's Chromium (/usr/bin/chromium) with Playwright and prints:
   server's rerun and the transfer), the bytes the rerun sent to the browser, and the server process's CPU time
   per press (from /proc: the server's work, which other load on the machine does not inflate).
 
+Then the same figures for the floor: benchmarks/bare_page.py, a Streamlit page with only the same batch
+input, one small roofline chart and the batch line, served with the app's settings in the same run (skip it
+with --no-floor), and the roofline's figures as a ratio of the floor's: what Streamlit and the browser cost
+on this machine before the app adds anything.
+
 Figures are printed, never asserted. Targets (issue 14): a median under 150 ms
 from key press to chart, first chart under 3 s.
 
-    .venv/bin/python benchmarks/browser.py [--presses 30] [--start-batch 1] [--app-root DIR]
+    .venv/bin/python benchmarks/browser.py [--presses 30] [--start-batch 1] [--app-root DIR] [--no-floor]
 
 `--app-root` serves another copy of the app (e.g. `git archive HEAD | tar -x -C /tmp/before`) with this
 Python, so a change is measured before and after under the same conditions.
@@ -75,9 +80,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(port: int, db: Path, root: Path = ROOT) -> subprocess.Popen[bytes]:
+def start_server(port: int, db: Path, root: Path = ROOT, script: Path | None = None) -> subprocess.Popen[bytes]:
+    """The app (`serve.py` of `root`) or, with `script`, that one page under `streamlit run`; from `root`, so
+    the app's settings (.streamlit/config.toml) apply to both."""
     env = {**os.environ, "ROOFLINE_DB": str(db)}
-    cmd = [sys.executable, str(root / "serve.py"), "--server.port", str(port), "--server.headless", "true"]
+    head = [sys.executable, str(root / "serve.py")] if script is None else [sys.executable, "-m", "streamlit", "run", str(script)]
+    cmd = [*head, "--server.port", str(port), "--server.headless", "true"]
     cmd += ["--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
     log = db.with_suffix(".log").open("w")
     return subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -109,12 +117,99 @@ def stats(name: str, values_ms: list[float], unit: str = "ms") -> None:
     print(f"{name:48s} median {statistics.median(v):8.1f} {unit}   p90 {p90:8.1f} {unit}   max {v[-1]:8.1f} {unit}   (n={len(v)})")
 
 
+def measure(browser: Any, tmp: Path, args: argparse.Namespace, *, script: Path | None = None) -> dict[str, list[float]]:
+    """Start a server (the app, or the page `script`), time its first chart cold, in new tabs and after key presses;
+    print each figure and return them by name."""
+    port = free_port()
+    t_start = time.perf_counter()
+    proc = start_server(port, tmp / f"bench-{port}.duckdb", args.app_root, script)
+    out: dict[str, list[float]] = {}
+
+    def show(name: str, values: list[float], unit: str = "ms") -> None:
+        out[name] = values
+        stats(name, values, unit)
+
+    try:
+        wait_healthy(port, proc)
+        t_healthy = time.perf_counter()
+        url = f"http://127.0.0.1:{port}/" + ("" if script else "roofline") + f"?batch={args.start_batch}"
+        page = browser.new_page(viewport={"width": args.width, "height": 1000})
+        page.goto(url)
+        page.wait_for_function(CHART_DRAWN, timeout=120_000, polling="raf")
+        t_chart = time.perf_counter()
+        page.wait_for_selector(READY, timeout=120_000)
+        out["cold start"] = [(t_chart - t_start) * 1e3]
+        print(f"{'cold start: server start to healthy':48s} {(t_healthy - t_start) * 1e3:8.0f} ms")
+        print(f"{'cold start: server start to first chart':48s} {(t_chart - t_start) * 1e3:8.0f} ms")
+        print(f"{'cold start: server CPU time to first chart':48s} {cpu_ms(proc.pid):8.0f} ms")
+        warm = []
+        for _ in range(3):
+            tab = browser.new_page(viewport={"width": args.width, "height": 1000})
+            t0 = time.perf_counter()
+            tab.goto(url)
+            tab.wait_for_function(CHART_DRAWN, timeout=60_000, polling="raf")
+            warm.append((time.perf_counter() - t0) * 1e3)
+            tab.wait_for_selector(READY)
+            tab.close()
+        show("warm server: new tab to first chart", warm)
+
+        frames: list[tuple[float, int, str]] = []  # (perf_counter, payload bytes, "sent"/"received")
+
+        def on_ws(ws: Any) -> None:
+            ws.on("framesent", lambda p: frames.append((time.perf_counter(), len(p), "sent")))
+            ws.on("framereceived", lambda p: frames.append((time.perf_counter(), len(p), "received")))
+
+        page.on("websocket", on_ws)
+        page.reload()  # so the websocket opens under the listener
+        page.wait_for_function(CHART_DRAWN, timeout=60_000, polling="raf")
+        page.wait_for_selector(READY)
+        box = page.get_by_role("spinbutton", name="Batch (sequences)")
+        batch = int(box.input_value())
+        total, server, sizes, cpu, asked, first = [], [], [], [], [], []
+        for _ in range(args.presses):
+            box.focus()
+            page.evaluate(ARM, batch + 1)
+            frames.clear()
+            cpu0 = cpu_ms(proc.pid)
+            t_press = time.perf_counter()
+            page.keyboard.press("ArrowUp")
+            page.wait_for_function("() => window.__done !== undefined", timeout=60_000, polling="raf")
+            total.append(float(page.evaluate("window.__done")))
+            cpu.append(cpu_ms(proc.pid) - cpu0)
+            received = [f for f in frames if f[2] == "received"]
+            sent = [f for f in frames if f[2] == "sent"]
+            if sent and received:
+                asked.append((sent[0][0] - t_press) * 1e3)
+                first.append((received[0][0] - sent[0][0]) * 1e3)
+            if received:
+                server.append((received[-1][0] - t_press) * 1e3)
+                sizes.append(sum(f[1] for f in received) / 1024)
+            batch += 1
+        show("key press to updated chart (browser clock)", total)
+        if asked:
+            show("  key press to rerun request sent", asked)
+            show("  request sent to first message back", first)
+        if server:
+            show("key press to last rerun message (websocket)", server)
+            show("bytes sent to the browser per rerun", sizes, unit="KiB")
+        show("server CPU time per rerun (load-independent)", cpu)
+        page.close()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presses", type=int, default=30, help="key presses on the batch input (default 30)")
     parser.add_argument("--start-batch", type=int, default=1, help="the batch the page opens at (default 1)")
     parser.add_argument("--width", type=int, default=1600, help="browser viewport width in px (default 1600)")
     parser.add_argument("--app-root", type=Path, default=ROOT, help="the copy of the app to serve (default: this one)")
+    parser.add_argument("--no-floor", action="store_true", help="skip the bare page (benchmarks/bare_page.py) measured after the app")
     args = parser.parse_args()
     print(f"app: {args.app_root}; {args.presses} presses from batch {args.start_batch}; load average {os.getloadavg()[0]:.1f}")
 
@@ -122,79 +217,19 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        port = free_port()
-        t_start = time.perf_counter()
-        proc = start_server(port, Path(tmp) / "bench.duckdb", args.app_root)
         try:
-            wait_healthy(port, proc)
-            t_healthy = time.perf_counter()
-            url = f"http://127.0.0.1:{port}/roofline?batch={args.start_batch}"
-            page = browser.new_page(viewport={"width": args.width, "height": 1000})
-            page.goto(url)
-            page.wait_for_function(CHART_DRAWN, timeout=120_000, polling="raf")
-            t_chart = time.perf_counter()
-            page.wait_for_selector(READY, timeout=120_000)
-            print(f"{'cold start: server start to healthy':48s} {(t_healthy - t_start) * 1e3:8.0f} ms")
-            print(f"{'cold start: server start to first roofline':48s} {(t_chart - t_start) * 1e3:8.0f} ms")
-            print(f"{'cold start: server CPU time to first roofline':48s} {cpu_ms(proc.pid):8.0f} ms")
-            warm = []
-            for _ in range(3):
-                tab = browser.new_page(viewport={"width": args.width, "height": 1000})
-                t0 = time.perf_counter()
-                tab.goto(url)
-                tab.wait_for_function(CHART_DRAWN, timeout=60_000, polling="raf")
-                warm.append((time.perf_counter() - t0) * 1e3)
-                tab.wait_for_selector(READY)
-                tab.close()
-            stats("warm server: new tab to first roofline", warm)
-
-            frames: list[tuple[float, int, str]] = []  # (perf_counter, payload bytes, "sent"/"received")
-
-            def on_ws(ws: Any) -> None:
-                ws.on("framesent", lambda p: frames.append((time.perf_counter(), len(p), "sent")))
-                ws.on("framereceived", lambda p: frames.append((time.perf_counter(), len(p), "received")))
-
-            page.on("websocket", on_ws)
-            page.reload()  # so the websocket opens under the listener
-            page.wait_for_function(CHART_DRAWN, timeout=60_000, polling="raf")
-            page.wait_for_selector(READY)
-            box = page.get_by_role("spinbutton", name="Batch (sequences)")
-            batch = int(box.input_value())
-            total, server, sizes, cpu, asked, first = [], [], [], [], [], []
-            for _ in range(args.presses):
-                box.focus()
-                page.evaluate(ARM, batch + 1)
-                frames.clear()
-                cpu0 = cpu_ms(proc.pid)
-                t_press = time.perf_counter()
-                page.keyboard.press("ArrowUp")
-                page.wait_for_function("() => window.__done !== undefined", timeout=60_000, polling="raf")
-                total.append(float(page.evaluate("window.__done")))
-                cpu.append(cpu_ms(proc.pid) - cpu0)
-                received = [f for f in frames if f[2] == "received"]
-                sent = [f for f in frames if f[2] == "sent"]
-                if sent and received:
-                    asked.append((sent[0][0] - t_press) * 1e3)
-                    first.append((received[0][0] - sent[0][0]) * 1e3)
-                if received:
-                    server.append((received[-1][0] - t_press) * 1e3)
-                    sizes.append(sum(f[1] for f in received) / 1024)
-                batch += 1
-            stats("key press to updated chart (browser clock)", total)
-            if asked:
-                stats("  key press to rerun request sent", asked)
-                stats("  request sent to first message back", first)
-            if server:
-                stats("key press to last rerun message (websocket)", server)
-                stats("bytes sent to the browser per rerun", sizes, unit="KiB")
-            stats("server CPU time per rerun (load-independent)", cpu)
-            print("targets: median under 150 ms from key press to chart; first chart under 3,000 ms")
+            print("-- the roofline page")
+            app = measure(browser, Path(tmp), args)
+            if not args.no_floor:
+                print("-- the floor: a bare Streamlit page with the same input and one small chart (benchmarks/bare_page.py)")
+                bare = measure(browser, Path(tmp), args, script=ROOT / "benchmarks" / "bare_page.py")
+                print("-- the roofline page against the floor (ratio of medians)")
+                for name in ("cold start", "warm server: new tab to first chart", "key press to updated chart (browser clock)"):
+                    if app.get(name) and bare.get(name):
+                        a, b = statistics.median(app[name]), statistics.median(bare[name])
+                        print(f"{name:48s} {a:8.0f} ms against {b:8.0f} ms: {a / b:5.2f}x")
+            print("targets (issue 14): median under 150 ms from key press to chart; first chart under 3,000 ms")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
             browser.close()
 
 
