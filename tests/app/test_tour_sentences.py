@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from pages.roofline.terms import term_key
 from tests.app.conftest import chart_frames
 
 STEP_4 = "4. Where decode and prefill land"
@@ -125,6 +126,8 @@ def test_step_4_prefill_counts_both_ways_against_the_chart(open_page, name):
 
 def test_roofline_terms_give_the_prefill_matmul_both_ways(open_page):
     at = open_page("roofline", gpu="h100-sxm", model="llama-3.1-8b")
+    at.session_state[term_key("Prefill matmul")] = True  # the term's text is drawn once its expander is opened
+    at.run()
     text = _text(at, "counting weights only")
     points = next(f for f in chart_frames(at) if "point" in f.columns and "prefill matmul" in f["point"].to_list())
     shown = points.filter(points["point"] == "prefill matmul")["intensity"][0]
