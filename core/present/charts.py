@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
@@ -119,7 +120,7 @@ def roofline_chart(
 
 
 def roofline_spec(
-    roofs: pl.DataFrame,
+    roofs: pl.DataFrame | RooflineBackdrop,
     points: pl.DataFrame,
     paths: pl.DataFrame | None = None,
     *,
@@ -131,7 +132,8 @@ def roofline_spec(
 ) -> dict[str, Any]:
     """roofline_chart's Vega-Lite spec, the same dict as `roofline_chart(...).to_dict(validate=False)`, made quicker:
     the layers depend only on the domains, the roof kinds and which datasets there are, so they are built once
-    for each of those and only the datasets are new."""
+    for each of those and only the datasets are new. `roofs` may be the backdrop made once of the roofs, paths and
+    products (roofline_backdrop; `paths` and `products` are then not read): only the points and labels are new."""
     layout, datasets = _roofline_parts(roofs, points, paths, products, width=width, height=height, batch=batch)
     base = json.loads(_roofline_base(*layout, width, height, "products" in datasets, batch is not None))
     return {**base, "title": title, "datasets": datasets}
@@ -155,19 +157,37 @@ def _roofline_base(
 ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch")
 
 Layout = tuple[tuple[float, float], tuple[float, float], tuple[str, ...], bool]
+#: The columns of a chart's points and paths (core.model.roofline.operating_points' types), for a chart without paths.
+_PATH_SCHEMA = {
+    "point": pl.String,
+    "batch": pl.Int64,
+    "intensity": pl.Float64,
+    "attainable_flops": pl.Float64,
+    "share_of_peak": pl.Float64,
+    "bound": pl.String,
+    "ridge_batch": pl.Int64,
+}
 
 
-def _roofline_parts(
-    roofs: pl.DataFrame,
-    points: pl.DataFrame,
-    paths: pl.DataFrame | None,
-    products: pl.DataFrame | None = None,
-    *,
-    width: int = 760,
-    height: int = 440,
-    batch: int | None = None,
-) -> tuple[Layout, dict[str, list[dict[str, Any]]]]:
-    """(domains, roof kinds, has paths) and the named datasets of a roofline chart, its text labels placed."""
+@dataclass(frozen=True)
+class RooflineBackdrop:
+    """What a roofline chart draws that does not depend on the batch shown: the roofs, their ridges, the batch
+    paths and the probe's products, made ready once (roofline_backdrop) and kept with a page's view, so that a
+    chart for another batch works out only its points and the labels' places."""
+
+    roofs: pl.DataFrame  # positive, the encoded columns and the legend text
+    ridges: pl.DataFrame  # the roofs' ridge points with their label text
+    paths: pl.DataFrame  # the decode points of the sweep (prefill's are the same at every batch)
+    products: pl.DataFrame | None
+    kinds: tuple[str, ...]  # the roof kinds drawn, in ROOF_DASHES' order
+    datasets: dict[str, list[dict[str, Any]]]  # the named datasets of all of the above
+    labels: tuple[tuple[str, Label], ...]  # the ridges' and the paths' ends' labels, in order of priority
+    markers: tuple[tuple[float, float, float], ...]  # ridges, paths and products: (x, y, radius px)
+    lines: tuple[tuple[tuple[float, float], ...], ...]  # every roof and every path, as polylines
+
+
+def roofline_backdrop(roofs: pl.DataFrame, paths: pl.DataFrame | None, products: pl.DataFrame | None = None) -> RooflineBackdrop:
+    """The batch-independent part of a roofline chart (RooflineBackdrop)."""
     # only the columns the encodings read travel into the spec
     roofs = positive(roofs, "intensity", "attainable_flops").select(
         "series", "roof", "point", "intensity", "attainable_flops", "ridge", "peak_flops", "bandwidth_bytes_per_s"
@@ -175,9 +195,6 @@ def _roofline_parts(
     roofs = roofs.with_columns(
         pl.format("{} · ridge {} FLOP/byte", "series", pl.col("ridge").map_elements(_count, return_dtype=pl.String)).alias("legend")
     )
-    points = positive(points, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS)
-    x_dom = _decades([roofs["intensity"], points["intensity"]], pad=3.0)
-    y_dom = _decades([roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
     kinds = tuple(k for k in ROOF_DASHES if k in set(roofs["roof"].to_list()))
     ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
         pl.format(
@@ -190,20 +207,69 @@ def _roofline_parts(
     path_rows = (
         positive(paths, "intensity", "attainable_flops").filter(~pl.col("point").str.starts_with("prefill")).select(ROOF_POINT_COLUMNS)
         if paths is not None
-        else points.head(0)
+        else pl.DataFrame(schema=_PATH_SCHEMA)
     )
     shown_products = positive(products, "intensity", "attainable_flops") if products is not None else None
-    plot_width = width - Y_AXIS_PX  # the chart's width holds the y axis (autosize fit-x)
-    labels = roofline_labels(roofs, ridges, points, path_rows, shown_products, x_dom=x_dom, y_dom=y_dom, width=plot_width, height=height)
     # named datasets as plain rows: Altair neither converts nor hashes them (a rerun stays quick)
-    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts(), "points": points.to_dicts(), "labels": labels.to_dicts()}
+    datasets = {"roofs": roofs.to_dicts(), "ridges": ridges.to_dicts()}
     if path_rows.height:
         datasets["paths"] = path_rows.to_dicts()
     if shown_products is not None and shown_products.height:
         datasets["products"] = shown_products.to_dicts()
+    labels: list[tuple[str, Label]] = []
+    for kind, sub in (
+        ("ridge", ridges.filter(pl.col("roof") == "datasheet")),
+        ("other ridge", ridges.filter(pl.col("roof") != "datasheet")),
+    ):
+        for row in sub.sort("ridge", "series").iter_rows(named=True):
+            bold = kind == "ridge"
+            font = RIDGE_FONT if bold else LABEL_FONT
+            # near its dot or not at all: the legend names every ridge
+            labels.append((kind, Label(row["label"], row["intensity"], row["attainable_flops"], font, bold, _radius(RIDGE_SIZE), NEAR)))
+    matmul = path_rows.filter(pl.col("point") == "decode matmul").sort("batch")
+    if matmul.height > 1:
+        for row in (matmul.row(0, named=True), matmul.row(-1, named=True)):
+            text = f"batch {_count(row['batch'])}"
+            labels.append(("path", Label(text, row["intensity"], row["attainable_flops"], 10.0, False, _radius(PATH_SIZE), NEAR)))
+    markers = [(x, y, _radius(RIDGE_SIZE)) for x, y in ridges.select("intensity", "attainable_flops").iter_rows()]
+    markers += [(x, y, _radius(PATH_SIZE)) for x, y in path_rows.select("intensity", "attainable_flops").iter_rows()]
+    if shown_products is not None:
+        markers += [(x, y, _radius(PRODUCT_SIZE)) for x, y in shown_products.select("intensity", "attainable_flops").iter_rows()]
+    lines = [
+        tuple(g.sort("intensity").select("intensity", "attainable_flops").iter_rows())
+        for _, g in roofs.group_by("series", maintain_order=True)
+    ]
+    lines += [
+        tuple(g.sort("batch").select("intensity", "attainable_flops").iter_rows())
+        for _, g in path_rows.group_by("point", maintain_order=True)
+    ]
+    return RooflineBackdrop(roofs, ridges, path_rows, shown_products, kinds, datasets, tuple(labels), tuple(markers), tuple(lines))
+
+
+def _roofline_parts(
+    roofs: pl.DataFrame | RooflineBackdrop,
+    points: pl.DataFrame,
+    paths: pl.DataFrame | None,
+    products: pl.DataFrame | None = None,
+    *,
+    width: int = 760,
+    height: int = 440,
+    batch: int | None = None,
+) -> tuple[Layout, dict[str, list[dict[str, Any]]]]:
+    """(domains, roof kinds, has paths) and the named datasets of a roofline chart, its text labels placed; `roofs`
+    may be the backdrop already made of the roofs, paths and products (roofline_backdrop)."""
+    back = roofs if isinstance(roofs, RooflineBackdrop) else roofline_backdrop(roofs, paths, products)
+    points = positive(points, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS)
+    x_dom = _decades([back.roofs["intensity"], points["intensity"]], pad=3.0)
+    y_dom = _decades([back.roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
+    plot_width = width - Y_AXIS_PX  # the chart's width holds the y axis (autosize fit-x)
+    labels = roofline_labels(back, points, x_dom=x_dom, y_dom=y_dom, width=plot_width, height=height)
+    datasets = {**back.datasets, "points": points.to_dicts(), "labels": labels.to_dicts()}
+    order = ("roofs", "ridges", "points", "labels", "paths", "products")  # the datasets' order in the spec, as before
+    datasets = {k: datasets[k] for k in order if k in datasets}
     if batch is not None:
         datasets["batch"] = [{"text": f"batch {_count(batch)}"}]
-    return (x_dom, y_dom, kinds, path_rows.height > 0), datasets
+    return (x_dom, y_dom, back.kinds, back.paths.height > 0), datasets
 
 
 def _count(value: float) -> str:
@@ -217,11 +283,8 @@ def _radius(area: float) -> float:
 
 
 def roofline_labels(
-    roofs: pl.DataFrame,
-    ridges: pl.DataFrame,
+    back: RooflineBackdrop,
     points: pl.DataFrame,
-    paths: pl.DataFrame,
-    products: pl.DataFrame | None,
     *,
     x_dom: tuple[float, float],
     y_dom: tuple[float, float],
@@ -238,34 +301,11 @@ def roofline_labels(
     wanted: list[tuple[str, Label]] = []
     for row in points.filter(pl.col("point").is_in(LABELLED_POINTS)).sort("point").iter_rows(named=True):
         wanted.append(("point", Label(row["point"], row["intensity"], row["attainable_flops"], LABEL_FONT, False, _radius(POINT_SIZE))))
-    for kind, sub in (
-        ("ridge", ridges.filter(pl.col("roof") == "datasheet")),
-        ("other ridge", ridges.filter(pl.col("roof") != "datasheet")),
-    ):
-        for row in sub.sort("ridge", "series").iter_rows(named=True):
-            bold = kind == "ridge"
-            font = RIDGE_FONT if bold else LABEL_FONT
-            # near its dot or not at all: the legend names every ridge
-            wanted.append((kind, Label(row["label"], row["intensity"], row["attainable_flops"], font, bold, _radius(RIDGE_SIZE), NEAR)))
-    matmul = paths.filter(pl.col("point") == "decode matmul").sort("batch")
-    if matmul.height > 1:
-        for row in (matmul.row(0, named=True), matmul.row(-1, named=True)):
-            text = f"batch {_count(row['batch'])}"
-            wanted.append(("path", Label(text, row["intensity"], row["attainable_flops"], 10.0, False, _radius(PATH_SIZE), NEAR)))
+    wanted += back.labels
     markers = [(x, y, _radius(POINT_SIZE)) for x, y in points.select("intensity", "attainable_flops").iter_rows()]
-    markers += [(x, y, _radius(RIDGE_SIZE)) for x, y in ridges.select("intensity", "attainable_flops").iter_rows()]
-    markers += [(x, y, _radius(PATH_SIZE)) for x, y in paths.select("intensity", "attainable_flops").iter_rows()]
-    if products is not None:
-        markers += [(x, y, _radius(PRODUCT_SIZE)) for x, y in products.select("intensity", "attainable_flops").iter_rows()]
-    lines = [
-        list(g.sort("intensity").select("intensity", "attainable_flops").iter_rows())
-        for _, g in roofs.group_by("series", maintain_order=True)
-    ]
-    lines += [
-        list(g.sort("batch").select("intensity", "attainable_flops").iter_rows()) for _, g in paths.group_by("point", maintain_order=True)
-    ]
+    markers += back.markers
     plot = Plot(x_dom, y_dom, float(width), float(height))
-    spots = place([lb for _, lb in wanted], plot, markers=markers, lines=lines)
+    spots = place([lb for _, lb in wanted], plot, markers=markers, lines=[list(line) for line in back.lines])
     rows: list[dict[str, Any]] = []
     for (kind, lb), spot in zip(wanted, spots, strict=True):
         if spot is None:

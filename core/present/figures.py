@@ -29,9 +29,11 @@ from core.plan.costs import Ownership
 from core.plan.planning import frontier, memory_use, step_breakdown, what_ifs, would_fit
 from core.plan.purchase import Load, compare_accelerators, frontier_curves
 from core.present.charts import (
+    RooflineBackdrop,
     empirical_roofs,
     measured_roofline_chart,
     positive,
+    roofline_backdrop,
     roofline_spec,
     throughput_batch_chart,
 )
@@ -59,6 +61,7 @@ class RooflineView:
     roofs: pl.DataFrame
     title: str
     products: pl.DataFrame | None = None  # the probe's matmul runs (probe_products), drawn as measured points
+    backdrop: RooflineBackdrop | None = None  # the chart's roofs, paths and products made ready (roofline_backdrop)
 
 
 def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisions: Sequence[str]) -> RooflineView:
@@ -79,7 +82,8 @@ def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisio
     roofs = pl.concat([roofs, measured_roofs(cat, [sc.gpu, *overlay], list(precisions) or [used])])
     products = probe_products(cat, [sc.gpu, *overlay], list(precisions) or [used])
     title = f"{cat.model(sc.model).name} on {sc.num_gpus} × {cat.gpu(sc.gpu).name} · weights {sc.weights}, KV {sc.kv}"
-    return RooflineView(ladder, operating_points(cat, base, SWEEP_BATCHES), roofs, title, products)
+    paths = operating_points(cat, base, SWEEP_BATCHES)
+    return RooflineView(ladder, paths, roofs, title, products, roofline_backdrop(roofs, paths, products))
 
 
 def measured_roofs(cat: Catalogue, gpu_ids: Sequence[str], precisions: Sequence[str]) -> pl.DataFrame:
@@ -136,7 +140,14 @@ def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool =
     width, height = ROOFLINE_SIZES[big]
     # the title holds no batch (it is in the plot's corner, from the data): the spec stays the same from batch to batch
     chart = roofline_spec(
-        view.roofs, points, view.paths, title=view.title, width=width, height=height, products=view.products, batch=sc.batch
+        view.backdrop or view.roofs,
+        points,
+        view.paths,
+        title=view.title,
+        width=width,
+        height=height,
+        products=view.products,
+        batch=sc.batch,
     )
     table = operations_display(operation_table(cat, sc, communication=True)) if operations else None
     return RooflineAt(result, points, chart, plain_reading(points, result), table)

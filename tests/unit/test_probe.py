@@ -15,7 +15,9 @@ from core.catalogue.catalogue import load_catalogue
 from core.cli import main as cli_main
 from core.evidence.probes import ProbeFileError, import_probe, measured_line, parse_probe
 from core.model.ceilings import ceiling
+from core.model.roofline import operating_points
 from core.model.scenario import Scenario
+from core.present.charts import roofline_chart, roofline_spec
 from core.present.figures import roofline_at, roofline_view
 from core.probe import cli as probe_cli
 from core.probe.document import ProbeDocument
@@ -186,6 +188,11 @@ def test_a_probe_of_an_h100_halves_its_ceilings_when_it_measured_half(tmp_path):
     assert view.products["intensity"][0] == pytest.approx(2 * 8192**3 / (3 * 8192**2 * 2))
     assert view.products["attainable_flops"][0] == pytest.approx(acc.peak_bf16 / 2)
     assert "products" in roofline_at(cat, view, sc).chart["datasets"]
+    # with products too, the chart from the view's backdrop is the plain Altair chart's
+    points = operating_points(cat, sc)
+    plain = roofline_chart(view.roofs, points, view.paths, title="t", batch=64, products=view.products).to_dict(validate=False)
+    assert view.backdrop is not None and view.backdrop.products is not None and view.backdrop.products.height == 1
+    assert json.loads(json.dumps(roofline_spec(view.backdrop, points, None, title="t", batch=64))) == json.loads(json.dumps(plain))
     assert set(roofs["roof"]) == {"datasheet", "measured"}
     ridge = roofs.filter((roofs["roof"] == "measured") & (roofs["point"] == "ridge"))
     assert ridge["bandwidth_bytes_per_s"][0] == pytest.approx(acc.bandwidth_bytes_per_s / 2)

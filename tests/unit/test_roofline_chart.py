@@ -171,6 +171,10 @@ def test_the_spec_stays_the_same_from_batch_to_batch_only_its_data_change(cat):
     fast = roofline_spec(view.roofs, points, view.paths, title="t", batch=48, products=view.products)
     slow = roofline_chart(view.roofs, points, view.paths, title="t", batch=48, products=view.products).to_dict(validate=False)
     assert json.loads(json.dumps(fast)) == json.loads(json.dumps(slow))
+    # the view's backdrop (its roofs, paths and products made ready once) gives that same chart
+    assert view.backdrop is not None
+    backdrop = roofline_spec(view.backdrop, points, None, title="t", batch=48)
+    assert json.loads(json.dumps(backdrop)) == json.loads(json.dumps(slow))
 
 
 def test_the_chart_fills_its_column_and_keeps_its_height(cat):
