@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -129,39 +128,6 @@ def _roofline_sections(sc: Scenario) -> list[Section]:
     return [Section("Roofline, as on the page", text=text, figures=figures, charts=(shown.chart,))]
 
 
-#: The Copy button's script, installed once per tab (Streamlit runs an st.html script each time the body changes;
-#: event attributes are stripped): a click on a share link's button copies its link, to the clipboard where the
-#: page is a secure context (https, localhost), else by the browser's copy of the link selected; then "Copied" for
-#: a moment. It reads the link from the page, so no value of the link is ever written into the script.
-_COPY = (
-    "<script>if(!window.__shareLinkCopy){window.__shareLinkCopy=true;document.addEventListener('click',(e)=>{"
-    "const b=e.target.closest&&e.target.closest('.share-link button');if(!b)return;"
-    "const c=b.parentNode.querySelector('code');"
-    "const done=()=>{b.textContent='Copied';setTimeout(()=>{b.textContent='Copy'},1500)};"
-    "if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(c.textContent).then(done)}"
-    "else{const r=document.createRange();r.selectNodeContents(c);const s=getSelection();"
-    "s.removeAllRanges();s.addRange(r);document.execCommand('copy');done()}})}</script>"
-)
-_SHARE_STYLE = (
-    "<style>.share-link{display:flex;gap:.4rem;align-items:flex-start;background:#fff;border:1px solid #e2e8f0;border-radius:.5rem;"
-    "padding:.5rem .6rem}.share-link code{flex:1;font-size:.78rem;word-break:break-all;background:none;padding:0;"
-    "color:#0f172a}.share-link button{font-size:.75rem;border:1px solid #cbd5e1;border-radius:.4rem;background:#fff;"
-    "padding:.1rem .5rem;cursor:pointer;color:#0f172a}.share-link button:hover{border-color:#0f766e;color:#0f766e}</style>"
-)
-
-
-def share_link_html(link: str) -> str:
-    """The link as text to select and a Copy button beside it.
-
-    Not st.code: its copy button comes with a syntax highlighter whose code took about 0.5 s of a new tab's
-    main thread for this one line (benchmarks/browser.py, Chromium's profiler)."""
-    text = html.escape(link, quote=True)
-    return (
-        f'{_SHARE_STYLE}<div class="share-link" data-link="{text}"><code>{text}</code>'
-        f'<button type="button" title="Copy the link to this view">Copy</button></div>{_COPY}'
-    )
-
-
 def share_panel(cat: Catalogue) -> None:
     """Sidebar footer: the link to this view (with a copy button) and the page's HTML report.
 
@@ -181,7 +147,7 @@ def share_panel(cat: Catalogue) -> None:
     with st.sidebar:
         st.divider()
         st.markdown("**Share this view**", help="The link reproduces this page, the scenario and the page's controls on any server.")
-        st.html(share_link_html(share_link(cat)), unsafe_allow_javascript=True)
+        st.code(share_link(cat), language=None, wrap_lines=True)
         st.download_button(
             ":material/description: Report (HTML)",
             report,

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import html
 import io
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -53,10 +51,3 @@ def chart_frames(at: AppTest) -> list[pl.DataFrame]:
             table = pa.ipc.open_stream(io.BytesIO(ds.data.data)).read_all()
             frames.append(pl.from_arrow(table))
     return frames
-
-
-def share_link_of(at: AppTest) -> str:
-    """The sidebar's share link, read from its HTML (pages.shared.sidebar.share_link_html)."""
-    links = [m.group(1) for h in at.html if (m := re.search(r'class="share-link" data-link="([^"]*)"', h.value))]
-    assert len(links) == 1, f"expected one share link, found {len(links)}"
-    return html.unescape(links[0])

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from core.evidence.importers import import_file, list_datasets
 from core.store import get_store
 from pages.shared.params import BY_KEY, EVERY, LINKS, labels
-from tests.app.conftest import APP, share_link_of
+from tests.app.conftest import APP
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -113,7 +113,7 @@ def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_
     else:
         assert (list(held) if isinstance(held, list | tuple) and isinstance(expected, list) else held) == expected
     assert not [w.value for w in at.warning if "link parameter" in w.value]
-    link = share_link_of(at)
+    (link,) = [c.value for c in at.code if "?" in c.value]
     carried = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)
     assert key in carried, link
 
@@ -137,6 +137,6 @@ def test_a_page_switch_keeps_the_sidebar_even_when_it_arrives_without_it(cat):
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["model"] == "llama-3.1-70b"
     assert any("Batch **128**" in m.value for m in at.markdown)
-    link = share_link_of(at)
+    (link,) = [c.value for c in at.code if "?" in c.value]
     carried = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)
     assert carried.get("batch") == ["128"] and carried.get("model") == ["llama-3.1-70b"], link

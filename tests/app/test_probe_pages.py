@@ -12,7 +12,7 @@ from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.present.text import si
 from core.store import get_store
-from tests.app.conftest import chart_frames, share_link_of
+from tests.app.conftest import chart_frames
 from tests.probe_docs import probe_document
 
 GPU = "l40"  # no other AppTest uses it: its profile changes nothing they read
@@ -46,7 +46,7 @@ def test_measured_roofs_in_the_link_change_the_calculators_ceiling(open_page, pr
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Tokens/s total"] == si(ceiling(profiled.measured(), sc).tokens_per_s_total)
     assert metrics["Tokens/s total"] != si(ceiling(profiled, sc).tokens_per_s_total)
-    link = share_link_of(at)
+    (link,) = [c.value for c in at.code if "?" in c.value]
     assert "measured=true" in link
     at.toggle(key="measured").set_value(False).run()
     assert {m.label: m.value for m in at.metric}["Tokens/s total"] == si(ceiling(profiled, sc).tokens_per_s_total)

@@ -197,7 +197,7 @@ def shown(page: Any, tmp_path: Path, *, downloads: bool = True) -> dict[str, Any
 
 
 def share_link(page: Any) -> str:
-    return str(page.locator("[data-testid='stSidebar'] .share-link code").inner_text()).strip()
+    return str(page.locator("[data-testid='stSidebar'] [data-testid='stCode']").inner_text()).strip()
 
 
 def on(server: Server, link: str) -> str:
