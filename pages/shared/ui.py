@@ -204,8 +204,8 @@ def folded(label: str, *, key: str, icon: str | None = None) -> Any | None:
     """An expander whose content runs only while it is open: the container when open, else None (then draw nothing).
 
     Closed (as it starts), its content is neither worked out nor sent, so the browser does not draw it hidden on
-    every rerun (a hidden table and eight hidden terms cost the roofline about 60 ms of every key press and a new
-    tab about 1 s; benchmarks/browser.py). Opening it reruns the page once; it stays open for the session.
+    every rerun (the roofline's eight terms and a table of published rows were). Opening it reruns the page once;
+    it stays open for the session.
     """
     box = st.expander(label, key=key, icon=icon, on_change="rerun")
     return box if box.open else None
