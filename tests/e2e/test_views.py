@@ -26,8 +26,8 @@ def test_roofline_page_renders_its_chart_and_table(server, page):
 
 
 def _frames(page, until: str, timeout_s: float = 120.0) -> list[tuple[str, str]]:
-    """(batch line, headline) pairs as they change in the main area, until the batch line reads `until` again
-    after having read something else."""
+    """(batch line, headline) pairs as they change in the main area, until Play's frame bar is gone and the batch
+    line reads `until` again (a frame of the sweep may show `until` itself, the headline a moment blank)."""
     main = page.locator("[data-testid='stMain']")
     seen: list[tuple[str, str]] = []
     deadline = time.monotonic() + timeout_s
@@ -37,7 +37,7 @@ def _frames(page, until: str, timeout_s: float = 120.0) -> list[tuple[str, str]]
         now = (line.group(1) if line else "", head.group(1) if head else "")
         if not seen or seen[-1] != now:
             seen.append(now)
-        if len(seen) > 2 and now[0] == until:
+        if len(seen) > 2 and now[0] == until and "Play: batch" not in text:
             return seen
         time.sleep(0.03)
     raise AssertionError(f"Play did not come back to batch {until}: {seen}")
