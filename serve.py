@@ -6,7 +6,8 @@ call. The first request of a fresh server that is a deep link (a shared
 link such as /roofline?gpu=b200) then gets a "Page not found" dialog before
 st.navigation routes it. This app routes with st.navigation only, so the
 launcher turns that detection off before the server starts. It also keeps
-the start from asking a server on the internet for the machine's public address.
+the start from asking a server on the internet for the machine's public address,
+and warms the app up while the first browser loads (pages/shared/warmup.py).
 
     python serve.py [streamlit options, e.g. --server.port 8502]
 """
@@ -21,17 +22,13 @@ from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
 if __name__ == "__main__":
-    # Import the heavy libraries once, before any session starts: two sessions' first
-    # runs importing pandas at the same moment in two script threads failed with
-    # "partially initialized module 'pandas'" under load (benchmarks/load.py).
-    import altair  # noqa: F401
-    import pandas  # noqa: F401
-    import pyarrow  # noqa: F401
-
-    import core.present.figures  # noqa: F401
     from core.model.allocator import keep_freed_memory
+    from pages.shared import warmup
 
     keep_freed_memory()  # the engine's large arrays reuse freed memory (core/model/allocator.py)
+    # Once the server is up, import the app, open the store and load the catalogue in the background while the
+    # first browser loads Streamlit's frontend; the first script run waits for it (pages/shared/warmup.py).
+    warmup.start()
 
     PagesManager.uses_pages_directory = False
     # A headless server asks checkip.amazonaws.com for the machine's public address, to print

@@ -6,10 +6,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages.shared.data import catalogue
-from pages.shared.params import hold_sidebar, note_refused_values, open_link, restore_sidebar
-from pages.shared.sidebar import scenario_sidebar, share_panel
-from pages.shared.ui import chip_rows
+from pages.shared import warmup
+
+# serve.py warms the app up in a thread while the first browser loads; nothing of the app is imported before it ends
+warmup.wait()
+
+from pages.shared.data import catalogue  # noqa: E402
+from pages.shared.params import hold_sidebar, note_refused_values, open_link, restore_sidebar  # noqa: E402
+from pages.shared.sidebar import scenario_sidebar, share_panel  # noqa: E402
+from pages.shared.ui import chip_rows  # noqa: E402
 
 # The favicon ships with the app (sent to the browser inline): a ":material/..." page icon
 # is fetched from a font server on the internet, which an offline machine cannot reach.
