@@ -129,7 +129,7 @@ def _roofline_sections(sc: Scenario) -> list[Section]:
 
 
 def share_panel(cat: Catalogue) -> None:
-    """Sidebar footer: the link to this view (with a copy button) and the page's HTML report.
+    """Sidebar footer: the link to this view (in a popover, with a copy button) and the page's HTML report.
 
     The report is of the page being viewed: the scenario and sections the page registered this run
     (`report_of_page`), else the page's scenario (the roofline's chart with its overlays is added here)."""
@@ -146,8 +146,16 @@ def share_panel(cat: Catalogue) -> None:
     current = current_page()
     with st.sidebar:
         st.divider()
-        st.markdown("**Share this view**", help="The link reproduces this page, the scenario and the page's controls on any server.")
-        st.code(share_link(cat), language=None, wrap_lines=True)
+        # the link opens in a popover, whose content the browser draws only once opened: st.code's copy button
+        # loads a syntax highlighter, about 0.25 s of the browser's main thread on every new tab otherwise
+        with st.popover(
+            "Share this view",
+            icon=":material/share:",
+            width="stretch",
+            help="A link to this view: it reproduces this page, the scenario and the page's controls on any server.",
+        ):
+            st.caption("This page, its scenario and its controls, on any server running Roofline Explorer:")
+            st.code(share_link(cat), language=None, wrap_lines=True)
         st.download_button(
             ":material/description: Report (HTML)",
             report,

@@ -138,3 +138,21 @@ def screenshot(page: object, name: str) -> Path:
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)  # type: ignore[attr-defined]
     return path
+
+
+SHARE_CODE = "[data-testid='stPopoverBody'] [data-testid='stCode']"
+
+
+def share_link(page: object, *, containing: str = "?") -> str:
+    """The sidebar's share link as a user copies it: the "Share this view" popover opened (the browser draws the
+    link only then), the link read once it holds `containing`, the popover closed again."""
+    from playwright.sync_api import expect
+
+    # by role: the visible button (Streamlit also keeps a hidden copy of a stretched popover's button)
+    page.locator("[data-testid='stSidebar']").get_by_role("button", name="Share this view").click()  # type: ignore[attr-defined]
+    code = page.locator(SHARE_CODE)  # type: ignore[attr-defined]
+    expect(code).to_contain_text(containing)
+    link = str(code.inner_text()).strip()
+    page.keyboard.press("Escape")  # type: ignore[attr-defined]
+    expect(code).to_be_hidden()
+    return link

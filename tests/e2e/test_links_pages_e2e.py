@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Server, screenshot, wait_ready
+from tests.e2e.conftest import Server, screenshot, share_link, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -194,10 +194,6 @@ def shown(page: Any, tmp_path: Path, *, downloads: bool = True) -> dict[str, Any
             files[info.value.suggested_filename] = re.sub(r"\b(clip|gradient|pattern)\d+", r"\1", path.read_text(encoding="utf-8"))
             wait_ready(page)  # a CSV button reruns the page
     return {"metrics": metrics, "headings": headings, "text": text, "files": files}
-
-
-def share_link(page: Any) -> str:
-    return str(page.locator("[data-testid='stSidebar'] [data-testid='stCode']").inner_text()).strip()
 
 
 def on(server: Server, link: str) -> str:

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import screenshot, wait_ready
+from tests.e2e.conftest import screenshot, share_link, wait_ready
 
 pytestmark = pytest.mark.e2e
 
@@ -28,8 +28,7 @@ def test_a_link_on_a_fresh_server_reproduces_the_view(fresh_server, page):
     expect(page.locator("[data-testid='stMultiSelect']").filter(has_text="Precisions").get_by_text("fp8")).to_have_count(1)
     expect(page.locator("[data-testid='stSlider']").filter(has_text="Bandwidth efficiency")).to_contain_text("0.80")
     # the share link carries all of it (the link above was in an older form: a comma list, the old name of the bandwidth control)
-    expect(page.locator("[data-testid='stCode']")).to_contain_text("eff_bandwidth=0.8")
-    link = page.locator("[data-testid='stCode']").inner_text()
+    link = share_link(page, containing="eff_bandwidth=0.8")
     parts = ("gpu=b200", "model=llama-3.1-70b", "num_gpus=2", "batch=64", "context=8192", "rf_precisions=bf16", "rf_precisions=fp8")
     for part in (*parts, "eff_bandwidth=0.8"):
         assert part in link
@@ -142,7 +141,7 @@ def test_a_calibrated_link_on_another_accelerator_opens_calibrated_in_a_new_brow
     expect(page.get_by_role("slider", name="Bandwidth efficiency")).to_be_disabled()
     assert _metric_value(page, "Tokens/s per user") == si(calibrated.tokens_per_s_per_user)
     assert si(calibrated.tokens_per_s_per_user) != si(datasheet.tokens_per_s_per_user)
-    link = page.locator("[data-testid='stCode']").filter(has_text="?").first.inner_text()
+    link = share_link(page)
     for part in ("gpu=mi300x", "model=llama-3.1-70b", "batch=4", "cal=0.8%2C1%2C0.0004", "present=true"):
         assert part in link, link
     screenshot(page, "review-calibrated-link-mi300x")
