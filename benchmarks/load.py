@@ -63,15 +63,15 @@ PAGES = {
 }
 # one control per page and the values a session steps through, one per visit (all valid for the app)
 CONTROLS: dict[str, tuple[str, list[Any]]] = {
-    "overview": ("sc_batch", [8, 64, 1, 256]),
-    "roofline": ("rf_eff_b", [[0.8], [0.6], [1.0]]),
+    "overview": ("batch", [8, 64, 1, 256]),
+    "roofline": ("eff_bandwidth", [[0.8], [0.6], [1.0]]),
     "ridges": ("rd_precision", ["fp8", "fp4", "bf16"]),
     "tour": ("tour_step", ["3. The ridge", "5. Batching is free until the ridge", "1. Arithmetic intensity"]),
-    "calculator": ("calc_k", [4, 2, 0]),
+    "calculator": ("spec_draft_len", [4, 2, 0]),
     "compare": ("cmp_sort", ["tokens/s per user", "tokens/s per W", "tokens/s total"]),
     "sweep": ("sw_bound", ["memory", "compute", "any"]),
     "catalogue": ("cat_gpu_search", ["H100", "MI3", ""]),
-    "measured": ("sc_context", [8192, 32768, 4096]),
+    "measured": ("ms_view", ["Your datasets", "Published measurements"]),
 }
 
 
@@ -124,6 +124,7 @@ async def ws_session(server: Server, n: int, uploads: bool, until: float, rows: 
                 record(out, "page change", (await client.goto("" if name == "overview" else name)).seconds, where)
                 if name == "measured" and uploads:
                     round_ += 1
+                    record(out, "control", (await client.set("ms_view", "Your datasets")).seconds, where)  # the upload's view
                     label = f"load s{n} r{round_}"
                     data = make_csv(n, round_, rows)
                     t0 = time.perf_counter()
@@ -238,6 +239,8 @@ async def browser_session(
                 record(out, "page change", await timed(page, runs, lambda link=link: link.click(), timeout), f"session {n} on {name}")
                 if name == "measured" and uploads:
                     round_ += 1
+                    view = page.locator("[data-testid='stRadio']").get_by_text("Your datasets", exact=True)  # the upload's view
+                    record(out, "control", await timed(page, runs, lambda v=view: v.click(), timeout), f"session {n} on {name}")
                     label = f"load s{n} r{round_}"
                     path = tmp / f"load-s{n}-r{round_}.csv"
                     path.write_bytes(make_csv(n, round_, rows))
