@@ -4,6 +4,7 @@ PyTorch backend's precision and shape rules without a GPU, and a probe file into
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -52,9 +53,12 @@ def test_numpy_bandwidth_agrees_with_a_plain_numpy_copy_of_the_same_buffer(quick
     copy = next(r for r in quick_doc.bandwidth if r.method == "copy")
     independent = _best_copy_bytes_per_s(copy.buffer_bytes)
     assert 0.5 < copy.bytes_per_s / independent < 2.0, (copy.bytes_per_s, independent)
-    # the buffer is at least 8 x the last-level cache (when the machine says how large that is)
+    # the buffer is at least 8 x the last-level cache (when the machine says how large that is), or a twelfth of the
+    # memory where that is less (the triad's three arrays within a quarter of it): a 480 MiB L3 beside 24 GB of memory
+    # (a Xeon 6 virtual machine) makes a 2.1 GB buffer, not 4 GB
     if quick_doc.device.last_level_cache_bytes:
-        assert copy.buffer_bytes >= 8 * quick_doc.device.last_level_cache_bytes * 0.999
+        cap = (quick_doc.device.memory_bytes or math.inf) / 12
+        assert copy.buffer_bytes >= min(8 * quick_doc.device.last_level_cache_bytes, cap) * 0.999
     assert copy.bytes_moved == pytest.approx(2 * copy.buffer_bytes)
     add = next(r for r in quick_doc.bandwidth if r.method == "add")
     assert add.bytes_moved == pytest.approx(3 * add.buffer_bytes)
