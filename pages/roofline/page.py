@@ -13,11 +13,11 @@ from core.evidence.probes import made_from_probe, measured_line
 from core.model.roofline import SWEEP_BATCHES
 from core.model.scenario import Scenario
 from core.present.figures import RooflineAt, roofline_at
-from core.present.text import escape_markdown
+from core.present.text import escape_markdown, plural
 from pages.roofline.terms import explain_terms
 from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
 from pages.shared.params import labels, presenting, scenario
-from pages.shared.ui import chart_exports, data_table, evidence_panel, keep_options, show_chart
+from pages.shared.ui import chart_exports, data_table, evidence_panel, folded, keep_options, show_chart
 from pages.shared.widgets import calibrated_inputs
 
 PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
@@ -164,8 +164,12 @@ for shown_gpu in [sc.gpu, *overlay]:
 st.info(shown.reading, icon=":material/lightbulb:")
 evidence_panel(cat, [sc.gpu, *overlay], sc.model, key="rf_evidence")
 
-st.subheader("Decode step, operation by operation")
 ops = shown.operations
 assert ops is not None
-data_table(ops, "decode operations", key="rf_ops")
+# folded: a table that changes with every batch cost a key press about 15 ms (benchmarks/browser.py); opened, it stays
+if box := folded(
+    f"Decode step, operation by operation ({plural(ops.height, 'operation')})", key="rf_ops_open", icon=":material/table_rows:"
+):
+    with box:
+        data_table(ops, "decode operations", key="rf_ops")
 explain_terms()

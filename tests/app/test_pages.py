@@ -127,7 +127,8 @@ def test_a_calibrated_model_in_the_link_applies_to_every_page(open_page):
 
 def test_the_roofline_terms_and_the_published_rows_are_drawn_only_once_opened(open_page):
     """Closed, a folded expander's content is not run or sent (each rerun draws less); opened, it is all there:
-    the prefill term with the scenario's figures, and the published rows behind the evidence sentence."""
+    the prefill term with the scenario's figures, the published rows behind the evidence sentence and the decode
+    step's operations, as many as the expander's label says."""
     from pages.roofline.terms import TERMS, term_key
 
     at = open_page("roofline", gpu="h100-sxm", model="llama-3.1-8b", batch="1")
@@ -136,14 +137,18 @@ def test_the_roofline_terms_and_the_published_rows_are_drawn_only_once_opened(op
     evidence = next(e for e in at.expander if e.label.startswith("The published measurements ("))
     shown = " ".join(m.value for m in at.markdown)
     assert TERMS["Memory roof"] not in shown and "prefill's matmuls sit at" not in shown
-    assert len(at.dataframe) == 1  # the decode operations; the published rows wait in their closed expander
+    assert len(at.dataframe) == 0  # the decode operations and the published rows wait in their closed expanders
+    ops = next(e for e in at.expander if e.label.startswith("Decode step, operation by operation ("))
+    n_ops = int(ops.label.split("(")[1].split(" ")[0])
     n = int(evidence.label.split("(")[1].split(")")[0].replace(",", ""))
     assert n > 0
 
     at.session_state[term_key("Memory roof")] = True
     at.session_state[term_key("Prefill matmul")] = True
     at.session_state["rf_evidence_open"] = True
+    at.session_state["rf_ops_open"] = True
     at.run()
+    assert sorted(len(d.value) for d in at.dataframe) == sorted([n_ops, min(n, 40)])  # the operations, the published rows
     shown = " ".join(m.value for m in at.markdown)
     assert TERMS["Memory roof"] in shown and TERMS["Ridge point"] not in shown
     # Llama 3.1 8B's prefill of 2,048 tokens counted with weights only: 2 x 2,048 / 2 bytes per bf16 weight

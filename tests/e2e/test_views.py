@@ -15,13 +15,15 @@ pytestmark = pytest.mark.e2e
 
 
 def test_roofline_page_renders_its_chart_and_table(server, page):
-    """The roofline page draws a Vega chart and the per-operation table."""
+    """The roofline page draws a Vega chart and, once its expander is opened, the per-operation table."""
     page.goto(server.url("roofline?gpu=h100-sxm&model=llama-3.1-8b&batch=32&compare=a100-80gb-sxm"))
     wait_ready(page)
     page.get_by_text("Batch 32 · decode matmul at").wait_for()
     page.locator("[data-testid='stVegaLiteChart'] canvas, [data-testid='stVegaLiteChart'] svg").first.wait_for()
     page.get_by_text("memory-bound").first.wait_for()
-    page.get_by_text("Decode step, operation by operation").wait_for()
+    page.get_by_text("Decode step, operation by operation (").click()  # folded until opened
+    wait_ready(page)
+    page.locator("[data-testid='stMain'] [data-testid='stDataFrame'] table[role='grid']").wait_for(state="attached")
     screenshot(page, "roofline")
 
 
