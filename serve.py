@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from streamlit import net_util
+from streamlit import delta_generator, net_util
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.web import cli
 
@@ -31,6 +31,11 @@ if __name__ == "__main__":
     warmup.start()
 
     PagesManager.uses_pages_directory = False
+    # Streamlit asks once per process, when a run sends its first element, whether it runs in a Python REPL, to
+    # print a warning there: it walks the script thread's whole stack with inspect.stack(), which looks up every
+    # frame's source file: about 40 ms of the first page after a start (its first run, 207 -> 167 ms, median of 6).
+    # A server started here runs no REPL (tests/unit/test_serve.py checks the flag still stops that check).
+    delta_generator._use_warning_has_been_displayed = True
     # A headless server asks checkip.amazonaws.com for the machine's public address, to print
     # an "External URL" on start: a request leaving the machine on every start, and offline a
     # "Did not auto detect external IP" warning. The app is reached at its local or network
