@@ -5,8 +5,10 @@ Debian's Chromium (/usr/bin/chromium) with Playwright and prints:
 
 - cold start: from the server's start to the first roofline chart drawn (the
   page's Vega chart in the DOM with its marks) in a browser tab opened before
-  the server started (a fresh browser context: nothing cached), and the same on
-  the warm server for a new browser tab;
+  the server started (a fresh browser context: nothing cached); a restart, as a
+  returning user meets it (the server started again on the store and port of
+  a start before, in the same browser context, whose cache holds Streamlit's
+  bundles); and a new browser tab on the warm server;
 - key press to updated chart: the sidebar's "Batch (sequences)" number input
   is focused and ArrowUp pressed, `--presses` times; each press is timed in
   the page's own clock from the keydown event to the first animation frame
@@ -25,7 +27,7 @@ on this machine before the app adds anything.
 Figures are printed, never asserted. Targets (issue 14): a median under 150 ms
 from key press to chart, first chart under 3 s.
 
-    .venv/bin/python benchmarks/browser.py [--presses 30] [--colds 3] [--start-batch 1] [--app-root DIR] [--no-floor]
+    .venv/bin/python benchmarks/browser.py [--presses 30] [--colds 3] [--restarts 3] [--start-batch 1] [--app-root DIR] [--no-floor]
 
 `--app-root` serves another copy of the app (e.g. `git archive HEAD | tar -x -C /tmp/before`) with this
 Python, so a change is measured before and after under the same conditions.
@@ -146,6 +148,39 @@ def cold_start(browser: Any, tmp: Path, args: argparse.Namespace, script: Path |
     return figures, proc, page, port
 
 
+def restart(browser: Any, tmp: Path, args: argparse.Namespace, script: Path | None) -> float:
+    """A later start, as a returning user meets it: the server started again on the same store (built by the start
+    before) and the same port, in the same browser context (its cache holds Streamlit's bundles, which the server
+    marks immutable); server start to the first chart, in ms."""
+    context = browser.new_context(viewport={"width": args.width, "height": 1000})
+    port = free_port()
+    db = tmp / f"restart-{port}.duckdb"
+    url = url_of(port, script, args)
+    try:
+        proc = start_server(port, db, args.app_root, script)
+        try:
+            wait_healthy(port, proc)
+            first = context.new_page()
+            first.goto(url)
+            first.wait_for_function(CHART_DRAWN, timeout=120_000, polling="raf")
+            first.wait_for_selector(READY, timeout=120_000)
+            first.close()
+        finally:
+            stop(proc)
+        page = context.new_page()
+        t_start = time.perf_counter()
+        proc = start_server(port, db, args.app_root, script)
+        try:
+            wait_healthy(port, proc)
+            page.goto(url)
+            page.wait_for_function(CHART_DRAWN, timeout=120_000, polling="raf")
+            return (time.perf_counter() - t_start) * 1e3
+        finally:
+            stop(proc)
+    finally:
+        context.close()
+
+
 def stop(proc: subprocess.Popen[bytes]) -> None:
     proc.terminate()
     try:
@@ -177,6 +212,8 @@ def measure(browser: Any, tmp: Path, args: argparse.Namespace, *, script: Path |
         show("cold start: server start to first chart", [c["chart"] for c in colds])
         show("cold start: server CPU time to first chart", [c["cpu"] for c in colds])
         out["cold start"] = out["cold start: server start to first chart"]
+        if args.restarts:
+            show("restart (store, port, browser cache kept)", [restart(browser, tmp, args, script) for _ in range(args.restarts)])
         warm = []
         for _ in range(3):
             tab = browser.new_page(viewport={"width": args.width, "height": 1000})
@@ -238,6 +275,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presses", type=int, default=30, help="key presses on the batch input (default 30)")
     parser.add_argument("--colds", type=int, default=3, help="cold starts, each on a new server with a new store (default 3)")
+    parser.add_argument("--restarts", type=int, default=3, help="later starts: same store, port and browser cache (default 3)")
     parser.add_argument("--start-batch", type=int, default=1, help="the batch the page opens at (default 1)")
     parser.add_argument("--width", type=int, default=1600, help="browser viewport width in px (default 1600)")
     parser.add_argument("--app-root", type=Path, default=ROOT, help="the copy of the app to serve (default: this one)")
@@ -256,7 +294,12 @@ def main() -> None:
                 print("-- the floor: a bare Streamlit page with the same input and one small chart (benchmarks/bare_page.py)")
                 bare = measure(browser, Path(tmp), args, script=ROOT / "benchmarks" / "bare_page.py")
                 print("-- the roofline page against the floor (ratio of medians)")
-                for name in ("cold start", "warm server: new tab to first chart", "key press to updated chart (browser clock)"):
+                for name in (
+                    "cold start",
+                    "restart (store, port, browser cache kept)",
+                    "warm server: new tab to first chart",
+                    "key press to updated chart (browser clock)",
+                ):
                     if app.get(name) and bare.get(name):
                         a, b = statistics.median(app[name]), statistics.median(bare[name])
                         print(f"{name:48s} {a:8.0f} ms against {b:8.0f} ms: {a / b:5.2f}x")
