@@ -127,8 +127,8 @@ def url_of(port: int, script: Path | None, args: argparse.Namespace) -> str:
 def cold_start(browser: Any, tmp: Path, args: argparse.Namespace, script: Path | None) -> tuple[dict[str, float], Any, Any, int]:
     """Start a server with a new store (built from data/seed, as on a first run) and time its first chart in a
     tab opened before the server started (a fresh browser context: nothing cached), as a user's browser is open;
-    creating the tab (100-400 ms here) is the harness's time, not the app's. Returns the figures, the server,
-    the tab and the port, both left running."""
+    creating the tab (100-400 ms here) is the harness's time, not the app's. Returns the figures, the server
+    and the tab (both left running) and the port."""
     port = free_port()
     page = browser.new_page(viewport={"width": args.width, "height": 1000})
     t_start = time.perf_counter()

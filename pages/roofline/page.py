@@ -166,7 +166,7 @@ evidence_panel(cat, [sc.gpu, *overlay], sc.model, key="rf_evidence")
 
 ops = shown.operations
 assert ops is not None
-# folded: a table that changes with every batch cost a key press about 15 ms (benchmarks/browser.py); opened, it stays
+# folded: redrawn at every batch, the table cost a key press about 15 ms (paired browser runs); opened, it stays
 if box := folded(
     f"Decode step, operation by operation ({plural(ops.height, 'operation')})", key="rf_ops_open", icon=":material/table_rows:"
 ):
