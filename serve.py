@@ -17,13 +17,19 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from streamlit import delta_generator, net_util
-from streamlit.runtime.pages_manager import PagesManager
-from streamlit.web import cli
+from pages.shared import warmup
+
+if __name__ == "__main__":
+    # No cyclic garbage collection while Streamlit and the app are imported: the warm-up turns it back on when it
+    # ends, with what the imports made frozen (pages/shared/warmup.py, pause_gc).
+    warmup.pause_gc()
+
+from streamlit import delta_generator, net_util  # noqa: E402
+from streamlit.runtime.pages_manager import PagesManager  # noqa: E402
+from streamlit.web import cli  # noqa: E402
 
 if __name__ == "__main__":
     from core.model.allocator import keep_freed_memory
-    from pages.shared import warmup
 
     keep_freed_memory()  # the engine's large arrays reuse freed memory (core/model/allocator.py)
     # Once the server is up, import the app, open the store and load the catalogue in the background while the
