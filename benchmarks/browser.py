@@ -29,6 +29,7 @@ from key press to chart, first chart under 3 s.
 
     .venv/bin/python benchmarks/browser.py [--presses 30] [--colds 3] [--restarts 3] [--start-batch 1] [--app-root DIR] [--no-floor]
 
+The served app's modules are compiled first (`python -m compileall core pages`), as scripts/start does.
 `--app-root` serves another copy of the app (e.g. `git archive HEAD | tar -x -C /tmp/before`) with this
 Python, so a change is measured before and after under the same conditions.
 """
@@ -281,7 +282,11 @@ def main() -> None:
     parser.add_argument("--app-root", type=Path, default=ROOT, help="the copy of the app to serve (default: this one)")
     parser.add_argument("--no-floor", action="store_true", help="skip the bare page (benchmarks/bare_page.py) measured after the app")
     args = parser.parse_args()
-    print(f"app: {args.app_root}; {args.presses} presses from batch {args.start_batch}; load average {os.getloadavg()[0]:.1f}")
+    # the app as scripts/start leaves it: its modules compiled (where PYTHONDONTWRITEBYTECODE is set, as on this
+    # machine, Python would otherwise compile them again on every start, about 0.1 s of CPU)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "core", "pages"], cwd=args.app_root, check=True)
+    print(f"app: {args.app_root} (compiled as scripts/start does); {args.presses} presses from batch {args.start_batch}; ", end="")
+    print(f"load average {os.getloadavg()[0]:.1f}")
 
     from playwright.sync_api import sync_playwright
 
