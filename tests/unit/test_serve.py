@@ -1,6 +1,9 @@
-"""serve.py sets three things inside Streamlit; each test fails when a Streamlit upgrade moves what it sets."""
+"""serve.py sets four things inside Streamlit and Starlette; each test fails when an upgrade moves what it sets."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit import delta_generator, env_util, net_util
@@ -25,3 +28,43 @@ def test_the_other_settings_serve_makes_are_still_streamlit_s():
     """The legacy pages/ detection switch and the external-address lookup serve.py turns off."""
     assert isinstance(PagesManager.uses_pages_directory, bool | None)
     assert callable(net_util.get_external_ip)
+
+
+def _body_messages(path: Path, chunk_size: int) -> list[dict[str, Any]]:
+    """The body messages Starlette's FileResponse sends for `path`, reading `chunk_size` bytes at a time."""
+    import asyncio
+
+    from starlette.responses import FileResponse
+
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(3600)  # no disconnect
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    response = FileResponse(path)
+    response.chunk_size = chunk_size
+    scope = {"type": "http", "method": "GET", "path": "/x.js", "headers": []}
+    asyncio.run(response(scope, receive, send))
+    return [m for m in sent if m["type"] == "http.response.body"]
+
+
+def test_the_static_read_size_serve_sets_sends_streamlit_s_largest_bundle_in_one_read(tmp_path):
+    """serve.py raises FileResponse.chunk_size so that each of Streamlit's frontend files is read in one go: with
+    Starlette's default Streamlit's largest file (4.7 MB) goes out in 72 reads, each a hop to a worker thread and
+    back, with the app's in one; the bytes are the same."""
+    from starlette.responses import FileResponse
+    from streamlit import file_util
+
+    import serve
+
+    largest = max((Path(file_util.get_static_dir()) / "static" / "js").glob("*.js"), key=lambda p: p.stat().st_size)
+    size = largest.stat().st_size
+    assert 1e6 < size <= serve.STATIC_READ_BYTES  # every file of Streamlit's frontend fits one read
+    default = _body_messages(largest, FileResponse.chunk_size)
+    ours = _body_messages(largest, serve.STATIC_READ_BYTES)
+    assert len(default) == -(-size // (64 * 1024)) and len(ours) == 1
+    assert b"".join(m["body"] for m in default) == b"".join(m["body"] for m in ours) == largest.read_bytes()
