@@ -56,9 +56,10 @@ if __name__ == "__main__":
     net_util.get_external_ip = lambda: None
     # Streamlit's frontend (about 130 files, 3.5 MB, on a browser's first visit) goes out through Starlette's
     # FileResponse, which reads a file 64 KiB at a time, each read a hop to a worker thread and back, and each hop
-    # waits for Python's one lock, held by the warm-up during a cold start. Each is read in one go (the app's largest
-    # is 0.8 MB, Streamlit's 4.7 MB): a cold start's first chart 2.63 and 2.62 s against 2.77 and 2.65 s, p90 2.67 and 2.71 s against 2.94
-    # and 2.79 s (benchmarks/browser.py, paired, 7 starts each); tests/unit/test_serve.py checks it still applies.
+    # waits for Python's one lock, held by the warm-up during a cold start. Each file is read in one go (the app's
+    # largest is 0.8 MB, Streamlit's 4.7 MB): a cold start's first chart 2.63 and 2.62 s against 2.77 and 2.65 s,
+    # p90 2.67 and 2.71 s against 2.94 and 2.79 s (benchmarks/browser.py, paired, 7 starts each);
+    # tests/unit/test_serve.py checks that Starlette still reads by this setting.
     FileResponse.chunk_size = STATIC_READ_BYTES
     app = str(Path(__file__).resolve().parent / "streamlit_app.py")
     sys.argv = ["streamlit", "run", app, *sys.argv[1:]]

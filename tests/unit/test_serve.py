@@ -33,6 +33,7 @@ def test_the_other_settings_serve_makes_are_still_streamlit_s():
 def _body_messages(path: Path, chunk_size: int) -> list[dict[str, Any]]:
     """The body messages Starlette's FileResponse sends for `path`, reading `chunk_size` bytes at a time."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from starlette.responses import FileResponse
 
@@ -48,7 +49,9 @@ def _body_messages(path: Path, chunk_size: int) -> list[dict[str, Any]]:
     response = FileResponse(path)
     response.chunk_size = chunk_size
     scope = {"type": "http", "method": "GET", "path": "/x.js", "headers": []}
-    asyncio.run(response(scope, receive, send))
+    # on a thread of its own: in the whole suite Playwright's synchronous API keeps an event loop in this one
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, response(scope, receive, send)).result()
     return [m for m in sent if m["type"] == "http.response.body"]
 
 
