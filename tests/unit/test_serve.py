@@ -55,7 +55,7 @@ def _body_messages(path: Path, chunk_size: int) -> list[dict[str, Any]]:
     return [m for m in sent if m["type"] == "http.response.body"]
 
 
-def test_the_static_read_size_serve_sets_sends_streamlit_s_largest_bundle_in_one_read(tmp_path):
+def test_the_static_read_size_serve_sets_sends_streamlit_s_largest_bundle_in_one_read():
     """serve.py raises FileResponse.chunk_size so that each of Streamlit's frontend files is read in one go: with
     Starlette's default Streamlit's largest file (4.7 MB) goes out in 72 reads, each a hop to a worker thread and
     back, with the app's in one; the bytes are the same."""
