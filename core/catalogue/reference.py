@@ -42,6 +42,7 @@ REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "id": pl.String,
     "source_url": pl.String,
     "publisher": pl.String,
+    "campaign": pl.String,
     "framework": pl.String,
     "framework_version": pl.String,
     "gpu": pl.String,
@@ -82,6 +83,8 @@ class Reference(BaseModel):
     id: Annotated[str, Field(pattern=SLUG, max_length=40)]
     source_url: Annotated[str, Field(pattern=r"^https?://\S+$")]
     publisher: Annotated[str, Field(min_length=1)]
+    #: the publisher's campaign (one article, one submission, one performance page, whatever its URLs): the scorecard's fold
+    campaign: Annotated[str, Field(pattern=SLUG, max_length=60)]
     framework: Annotated[str, Field(min_length=1)]
     framework_version: str = ""
     gpu: Annotated[str, Field(pattern=SLUG)]

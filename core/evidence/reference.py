@@ -41,6 +41,7 @@ META = (
     "id",
     "source_url",
     "publisher",
+    "campaign",
     "framework",
     "framework_version",
     "tp",

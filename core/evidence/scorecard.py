@@ -123,8 +123,8 @@ def _held_out(cat: Catalogue, table: pl.DataFrame) -> pl.DataFrame:
     terms = design_of(keyed)
     keyed = pl.concat([keyed, terms.select(pl.all().name.prefix("x_"))], how="horizontal")
     parts = []
-    for (source,), held in keyed.group_by("source", maintain_order=True):
-        train = keyed.filter((pl.col("source") != source) & (pl.col("status") == "ok"))
+    for (source,), held in keyed.group_by("campaign", maintain_order=True):
+        train = keyed.filter((pl.col("campaign") != source) & (pl.col("status") == "ok"))
         parts.append(_predict(cat, held, train, str(source)))
     pred = pl.concat(parts, how="diagonal_relaxed")
     out = table.join(pred, on="id", how="left", maintain_order="left")
