@@ -78,6 +78,16 @@ class Accelerator(BaseModel):
     form_factor: Annotated[
         str, Column("Form factor", "SXM, PCIe, OAM, superchip, module, board, chip (TPU), SoC, desktop", example="custom")
     ] = ""
+    architecture: Annotated[
+        str | None,
+        Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 +.()\-]*$", max_length=40),
+        Column(
+            "Architecture",
+            "the architecture generation the vendor names (Hopper, Blackwell, CDNA 3, Gaudi 3, TPU v6e, Apple M3 ...): the family "
+            "whose measured efficiencies a prediction borrows; empty: the vendor's",
+            example="Hopper",
+        ),
+    ] = None
     year: Annotated[int | None, Field(ge=2010, le=2030), Column("Year", "year of general availability / announcement", example=2025)] = None
     memory_bytes: Annotated[
         float,

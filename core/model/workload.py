@@ -1,0 +1,72 @@
+"""What a measured figure counts, in step times: the one rule from phases to rates, for the ceiling and the prediction.
+
+A measurement (or a published row) is one of three phases:
+
+- decode: a decode rate or a time per output token; one decode step of
+  `batch` sequences counts `batch` tokens: seconds = decode step,
+  rate = batch / seconds;
+- prefill: prompt processing; the prefill of `batch` prompts counts
+  batch x input tokens: seconds = that prefill, rate = batch x input / seconds;
+- mixed: a serving run (requests of `input` prompt and `output` generated
+  tokens at a concurrency of `batch`): a wave of `batch` requests is the
+  prefill of their prompts and `output` decode steps, plus, served online,
+  one request overhead: seconds = prefill + output x decode step (+ request),
+  rate = batch x output / seconds. Engines with fixed request lengths keep
+  their requests in step, so a closed-loop client at concurrency N runs
+  such waves.
+
+A time to first token at a concurrency of `batch` waits, at the median, for
+about half the wave's prompts to be prefilled before its own:
+ttft = prefill of the wave x (batch + 1) / (2 batch) (+ request overhead
+online); at batch 1 it is one prompt's prefill. The ceiling's TTFT is one
+prompt's prefill alone (the best a request can see).
+
+`seconds` and `rate` are written once and called by the ceiling comparison
+(core.evidence.compare), the prediction (core.model.ceilings) and the fit
+(core.evidence.predictor).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+Array = npt.NDArray[np.float64]
+
+PHASES: tuple[str, ...] = ("decode", "prefill", "mixed")
+DECODE, PREFILL, MIXED = range(3)
+
+
+def phase_codes(phases: list[str] | npt.NDArray[np.str_]) -> npt.NDArray[np.intp]:
+    """Phase names as codes into PHASES."""
+    index = {p: i for i, p in enumerate(PHASES)}
+    return np.array([index[p] for p in phases], dtype=np.intp)
+
+
+def seconds(phase: npt.NDArray[np.intp], output: Array, decode_s: Array, prefill_s: Array, request_s: Array) -> Array:
+    """The time a row's rate counts: a decode step, a prefill (of the batch's prompts), or a serving wave."""
+    return np.where(phase == DECODE, decode_s, np.where(phase == PREFILL, prefill_s, prefill_s + output * decode_s + request_s))
+
+
+def rate(phase: npt.NDArray[np.intp], batch: Array, prompt: Array, output: Array, secs: Array) -> Array:
+    """tokens/s of `seconds`: batch / s (decode), batch x prompt / s (prefill), batch x output / s (mixed)."""
+    counted = np.where(phase == DECODE, batch, np.where(phase == PREFILL, batch * prompt, batch * output))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return counted / secs  # type: ignore[no-any-return]
+
+
+def seconds_of_rate(phase: npt.NDArray[np.intp], batch: Array, prompt: Array, output: Array, tokens_per_s: Array) -> Array:
+    """The inverse of `rate`: the seconds a measured rate counts."""
+    counted = np.where(phase == DECODE, batch, np.where(phase == PREFILL, batch * prompt, batch * output))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return counted / tokens_per_s  # type: ignore[no-any-return]
+
+
+def expected_ttft(batch: Array, wave_prefill_s: Array, request_s: Array) -> Array:
+    """The median time to first token at a concurrency of `batch`: half the wave's prefill before its own, plus the request."""
+    return wave_prefill_s * (batch + 1.0) / (2.0 * batch) + request_s
+
+
+def ttft_share(batch: Array) -> Array:
+    """d expected_ttft / d wave prefill: (batch + 1) / (2 batch)."""
+    return (batch + 1.0) / (2.0 * batch)  # type: ignore[no-any-return]
