@@ -65,6 +65,9 @@ class Hardware:
 
     ids: list[str]
     names: list[str]
+    vendors: list[str]
+    #: the accelerator family a prediction borrows from: its architecture, else its vendor
+    families: list[str]
     bandwidth_bytes_per_s: Array
     scaleup_bytes_per_s: Array
     memory_bytes: Array
@@ -217,6 +220,8 @@ class Catalogue:
         return Hardware(
             ids=g["id"].to_list(),
             names=g["name"].to_list(),
+            vendors=g["vendor"].to_list(),
+            families=[a or v for a, v in zip(g["architecture"].to_list(), g["vendor"].to_list(), strict=True)],
             bandwidth_bytes_per_s=column("bandwidth_bytes_per_s"),
             scaleup_bytes_per_s=column("scaleup_bytes_per_s"),
             memory_bytes=column("memory_bytes"),

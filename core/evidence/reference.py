@@ -58,16 +58,6 @@ META = (
     "note",
 )
 
-#: accelerator family by vendor (NVIDIA split into datacenter and GeForce/workstation cards)
-_GEFORCE = ("rtx-",)
-
-
-def family(gpu: str, vendor: str) -> str:
-    """The accelerator family a scorecard groups by: NVIDIA datacenter, NVIDIA GeForce/RTX, AMD Instinct, Apple, Intel Gaudi, Google TPU, AWS."""
-    if vendor == "NVIDIA":
-        return "NVIDIA GeForce/RTX" if gpu.startswith(_GEFORCE) else "NVIDIA datacenter"
-    return {"AMD": "AMD Instinct", "Intel": "Intel Gaudi", "Google": "Google TPU", "AWS": "AWS", "Apple": "Apple"}.get(vendor, vendor)
-
 
 def as_measurements(cat: Catalogue, ref: pl.DataFrame) -> pl.DataFrame:
     """Reference rows as measurement rows (see the module's table), with the reference columns kept beside."""
@@ -186,7 +176,7 @@ def _with_ceiling(cat: Catalogue, cmp: pl.DataFrame) -> pl.DataFrame:
     names = dict(zip(cat.gpus["id"], cat.gpus["name"], strict=True))
     model_names = dict(zip(cat.models["id"], cat.models["name"], strict=True))
     experts = dict(zip(cat.models["id"], cat.models["experts"], strict=True))
-    families = {g: family(g, v) for g, v in vendors.items()}
+    families = dict(zip(cat.hardware.ids, cat.hardware.families, strict=True))
     sources = {u: source_key(u) for u in cmp["source_url"].unique().to_list()}
     out = cmp.with_columns(
         pl.col("model").replace_strict(experts, default=None, return_dtype=pl.Int64).alias("experts"),
@@ -195,6 +185,7 @@ def _with_ceiling(cat: Catalogue, cmp: pl.DataFrame) -> pl.DataFrame:
         pl.col("gpu").replace_strict(names, default=pl.col("gpu")).alias("gpu_name"),
         pl.col("model").replace_strict(model_names, default=pl.col("model")).alias("model_name"),
         pl.col("gpu").replace_strict(families, default=None).alias("family"),
+        pl.col("gpu").replace_strict(vendors, default=None).alias("vendor"),
         pl.col("source_url").replace_strict(sources, default=None).alias("source"),
     )
     return out.with_columns(_cause().alias("cause"))

@@ -1,25 +1,24 @@
-"""How well the model predicts published measurements: ratios to the ceiling, and the calibrated model's held-out error.
+"""How well the model predicts published measurements: ratios to the ceiling, and the predicted model's held-out error.
 
 For every reference row (core.evidence.reference) the ceiling of its own
 scenario is known; `ratio` is the share of it the measurement reached
 (measured / ceiling for a rate, ceiling / measured for a time).
 
-The calibrated model is scored by leaving one source out: the rows of one
-source (a document, core.catalogue.reference.source_key) are held out, the
-calibration is fitted on the rows of every other source that lie under their
-ceilings, and the held-out rows are predicted. So a source never predicts
-itself. The fit is the app's own calibration (core.evidence.calibration:
-bandwidth and compute efficiencies and a per-step overhead), fitted per
-accelerator and framework where the other sources' rows give an accepted
-fit, else per framework (pooled over accelerators), else per accelerator
-(FIT_LEVELS); failing all three, the ceiling scaled by the median ratio of
-the most specific group of training rows of the same metric (LEVELS). Each
-row's `basis` says which.
+The predicted model (core.model.predicted, fitted by core.evidence.predictor)
+is scored by leaving one publisher's campaign out at a time: the rows of one
+campaign (one article, one submission, one performance page, whatever its
+URLs: the reference set's `campaign`) are predicted by the fit on every
+other campaign's rows under their ceilings, so no campaign predicts itself.
+The same is done holding out one accelerator at a time and one model at a
+time. The held-out predictions ship with the seed (data/seed/predictor.json)
+and each row carries them here: `predicted` (campaign held out, in the
+metric's unit), `predicted_gpu_out`, `predicted_model_out`.
 
-Figures per metric: n, median ratio (and its spread), MAPE of the calibrated
-prediction = mean(|prediction - measured| / measured), and the share of rows
-whose calibrated prediction is within 10% and 25% of the measurement. Every
-summary figure is recomputable from `rows`.
+Figures per metric: n, median ratio (and its spread), MAPE = mean(|predicted
+- measured| / measured) held out by campaign, the share within 10% and 25%,
+and the MAPE with the accelerator or the model held out; per accelerator
+family and per framework the same. Every summary figure is recomputable
+from `rows`.
 """
 
 from __future__ import annotations
@@ -32,38 +31,50 @@ import polars as pl
 
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.reference import TIME_METRICS
-from core.evidence.calibration import MIN_FIT_POINTS, MIN_FIT_R2, calibrate, design_of
 from core.evidence.compare import ABOVE_CEILING
-from core.evidence.reference import in_metric_unit, reference_compare
+from core.evidence.predictor import HOLD_OUT, reference_seconds, shipped
+from core.evidence.reference import reference_compare
 
 #: the headline group: decode throughput and time per output token
 HEADLINE = "decode throughput and TPOT"
+#: the groups the scorecard reports besides the metrics: (name, what it selects)
+GROUPS: dict[str, pl.Expr] = {
+    HEADLINE: ((pl.col("metric") == "output_tokens_per_s") & (pl.col("phase") == "decode")) | (pl.col("metric") == "tpot"),
+    "serving and max-load throughput": (pl.col("metric") == "output_tokens_per_s") & (pl.col("phase") == "mixed"),
+    "prefill tokens/s": pl.col("metric") == "prefill_tokens_per_s",
+    "TTFT": pl.col("metric") == "ttft",
+}
+_COLUMN_OF = {"campaign": "predicted", "gpu": "predicted_gpu_out", "model": "predicted_model_out"}
 
 
 @dataclass(frozen=True)
 class Scorecard:
     """The scorecard of a reference set."""
 
-    rows: (
-        pl.DataFrame
-    )  # one row per reference measurement: id, metric, measured, ceiling, ratio, calibrated_prediction, held_out_fold, basis, ...
-    metrics: pl.DataFrame  # one row per metric: n, median_ratio, p25_ratio, p75_ratio, mape_calibrated, within_10pct, within_25pct
-    by_group: pl.DataFrame  # metric x (framework | family): n, median_ratio, p25_ratio, p75_ratio
+    rows: pl.DataFrame  # one row per reference measurement: id, metric, measured, ceiling, ratio, predicted, ..., error columns
+    metrics: pl.DataFrame  # one row per metric: n, median_ratio, p25_ratio, p75_ratio, mape, within_10pct, within_25pct, ...
+    groups: pl.DataFrame  # one row per headline group (GROUPS): the same figures
+    by_group: pl.DataFrame  # group (GROUPS) x (framework | family): n, median ratio, mape and the held-out-by variants
     headline: dict[str, Any]  # the decode throughput + TPOT rows taken together
+    current: bool  # the shipped fit was fitted on this reference set and these figures
 
     def as_json(self) -> dict[str, Any]:
         """The scorecard as the CLI prints it (`roofline scorecard --json`)."""
         metrics = {r.pop("metric"): r for r in self.metrics.to_dicts()}
+        groups = {r.pop("group"): r for r in self.groups.to_dicts()}
         cols = [
             "id",
+            "campaign",
             "metric",
             "measured",
             "ceiling",
             "ratio",
-            "calibrated_prediction",
-            "held_out_fold",
-            "basis",
+            "predicted",
+            "predicted_gpu_out",
+            "predicted_model_out",
+            "abs_pct_error",
             "gpu",
+            "family",
             "model",
             "framework",
         ]
@@ -72,16 +83,24 @@ class Scorecard:
         )
         return {
             "metrics": metrics,
+            "groups": groups,
             "headline": {HEADLINE: self.headline},
+            "by_group": self.by_group.to_dicts(),
             "rows": self.rows.select(cols).to_dicts(),
             "above_ceiling": above.to_dicts(),
-            "by_group": self.by_group.to_dicts(),
+            "folds": {
+                "campaign": self.rows["campaign"].n_unique(),
+                "gpu": self.rows["gpu"].n_unique(),
+                "model": self.rows["model"].n_unique(),
+            },
+            "current": self.current,
             "method": (
-                "ratio = measured / ceiling (rates) or ceiling / measured (times); calibrated_prediction: leave one source out, the "
-                "app's calibration (efficiencies and a per-step overhead) fitted on the other sources' rows under their ceilings, per "
-                "accelerator and framework, else per framework, else per accelerator (a fit needs "
-                f"{MIN_FIT_POINTS} points and R^2 >= {MIN_FIT_R2}), else the ceiling x the median training ratio of the metric; "
-                "mape_calibrated = mean |prediction - measured| / measured; within_Npct = share with |prediction - measured| / measured <= N%"
+                "ratio = measured / ceiling (rates) or ceiling / measured (times). predicted: the predicted model (per-class "
+                "efficiencies and overheads, a hierarchy over vendor, accelerator family, accelerator, framework, weight format and "
+                "model) fitted on every other publisher's campaign's rows under their ceilings; predicted_gpu_out and "
+                "predicted_model_out: the same holding out the row's accelerator or model. mape = mean |predicted - measured| / "
+                "measured; within_Npct = share with |predicted - measured| / measured <= N%; the _gpu_out and _model_out figures "
+                "hold out the accelerator or the model instead of the campaign."
             ),
         }
 
@@ -98,177 +117,96 @@ def scorecard(cat: Catalogue) -> Scorecard:
     if hit is not None:
         return hit
     table = reference_compare(cat)
-    rows = _held_out(cat, table) if table.height else table
-    card = Scorecard(rows, _metric_figures(rows), _group_figures(rows), _summary(rows.filter(_headline_rows())) if rows.height else {})
+    fit = shipped(cat)
+    rows = with_predictions(table, fit.held_out) if table.height else table
+    card = Scorecard(
+        rows,
+        _figures_by(rows, "metric"),
+        _group_figures(rows),
+        _by_group(rows),
+        _figures(rows.filter(GROUPS[HEADLINE])) if rows.height else {"n": 0},
+        fit.current,
+    )
     with _LOCK:
         _CACHE.clear()
         _CACHE[key] = card
     return card
 
 
-def _headline_rows() -> pl.Expr:
-    return ((pl.col("metric") == "output_tokens_per_s") & (pl.col("phase") == "decode")) | (pl.col("metric") == "tpot")
+def with_predictions(table: pl.DataFrame, held_out: dict[str, dict[str, float]]) -> pl.DataFrame:
+    """The reference rows with their held-out predictions in each metric's unit, and each one's relative error.
 
-
-#: the groups a calibration is fitted over, most specific first: the first with an accepted fit on other sources predicts
-#: (tried against fitting per accelerator only: 34% held-out MAPE on decode throughput and TPOT, against 24% with these levels)
-FIT_LEVELS: tuple[tuple[str, ...], ...] = (("gpu", "framework"), ("framework",), ("gpu",))
-
-
-def _held_out(cat: Catalogue, table: pl.DataFrame) -> pl.DataFrame:
-    """Each row's calibrated prediction from the rows of every other source."""
-    keyed = table.with_columns(
-        pl.concat_str([pl.col(c).cast(pl.String) for c in level], separator=" · ").alias(_key(level)) for level in FIT_LEVELS
-    )
-    terms = design_of(keyed)
-    keyed = pl.concat([keyed, terms.select(pl.all().name.prefix("x_"))], how="horizontal")
-    parts = []
-    for (source,), held in keyed.group_by("campaign", maintain_order=True):
-        train = keyed.filter((pl.col("campaign") != source) & (pl.col("status") == "ok"))
-        parts.append(_predict(cat, held, train, str(source)))
-    pred = pl.concat(parts, how="diagonal_relaxed")
-    out = table.join(pred, on="id", how="left", maintain_order="left")
-    err = (pl.col("calibrated_prediction") - pl.col("measured")).abs() / pl.col("measured")
-    return out.with_columns(err.alias("abs_pct_error"))
-
-
-def _key(level: tuple[str, ...]) -> str:
-    return "k_" + "_".join(level)
-
-
-def _predict(cat: Catalogue, held: pl.DataFrame, train: pl.DataFrame, fold: str) -> pl.DataFrame:
-    """Calibrated predictions of the held-out rows (in each metric's unit) and what they rest on.
-
-    The first level of FIT_LEVELS with an accepted fit predicts (the fit's time, as the row's metric); failing
-    all of them, the ceiling scaled by the median ratio of the first group of LEVELS with training rows.
+    A held-out prediction is the seconds the row's figure counts (core.model.workload); a rate is then the measured
+    rate x measured seconds / predicted seconds (the same tokens counted), a time the predicted seconds.
     """
-    frame = held.with_columns(pl.lit(None, dtype=pl.Float64).alias("calibrated_prediction"), pl.lit(None, dtype=pl.String).alias("basis"))
-    for level in FIT_LEVELS:
-        key = _key(level)
-        wanted = train.filter(pl.col(key).is_in(held[key].unique().implode()))
-        if not wanted.height:
-            continue
-        fits = calibrate(cat, wanted, compared=wanted, by=key).filter(pl.col("accepted"))
-        fits = fits.select(
-            pl.col("gpu").alias(key),
-            pl.col("eff_bandwidth").alias("f_bw"),
-            pl.when(pl.col("eff_compute").is_finite()).then(pl.col("eff_compute")).otherwise(1.0).alias("f_c"),
-            pl.col("overhead_s").alias("f_over"),
-            pl.col("points").alias("f_points"),
-            pl.col("r2").alias("f_r2"),
-        )
-        seconds = (
-            pl.col("f_over") * pl.col("x_steps") + pl.col("x_mem") / pl.col("f_bw") + pl.col("x_cmp") / pl.col("f_c") + pl.col("x_comm")
-        )
-        fitted = pl.when(seconds.is_finite() & (seconds > 0)).then(in_metric_unit(_rate_of(seconds)))
-        what = pl.concat_str([pl.lit(f"{c} ") + pl.col(c).cast(pl.String) for c in level], separator=" and ")
-        basis = pl.format(
-            "calibration fitted on {} rows of {} from other sources (R² {})",
-            pl.col("f_points").cast(pl.Int64),
-            what,
-            pl.col("f_r2").round(2),
-        )
-        todo = pl.col("calibrated_prediction").is_null() & fitted.is_not_null()
-        frame = (
-            frame.join(fits, on=key, how="left", maintain_order="left")
-            .with_columns(
-                pl.when(todo).then(basis).otherwise(pl.col("basis")).alias("basis"),
-                pl.coalesce("calibrated_prediction", fitted).alias("calibrated_prediction"),
-            )
-            .drop("f_bw", "f_c", "f_over", "f_points", "f_r2")
-        )
-    for level in LEVELS:  # no accepted fit: the ceiling x the median ratio of the most specific group of training rows
-        medians = train.group_by(*level, "metric").agg(pl.col("ratio").median().alias("m_ratio"), pl.len().alias("m_n"))
-        scaled = (
+    measured_s = reference_seconds(table)
+    out = table.with_columns(pl.Series("_measured_s", measured_s))
+    for by in HOLD_OUT:
+        seconds = out["id"].replace_strict(held_out.get(by, {}), default=None, return_dtype=pl.Float64)
+        value = (
             pl.when(pl.col("metric").is_in(list(TIME_METRICS)))
-            .then(pl.col("ceiling") / pl.col("m_ratio"))
-            .otherwise(pl.col("ceiling") * pl.col("m_ratio"))
+            .then(pl.col("_s"))
+            .otherwise(pl.col("measured") * pl.col("_measured_s") / pl.col("_s"))
         )
-        usable = pl.col("m_ratio") > 0
-        what = (
-            pl.concat_str([pl.lit(f"{c} ") + pl.col(c).cast(pl.String) for c in level], separator=", ")
-            if level
-            else pl.lit("every accelerator and framework")
-        )
-        basis = pl.format(
-            "ceiling x {}, the median ratio of {} {} rows ({}) from other sources", pl.col("m_ratio").round(2), "m_n", "metric", what
-        )
-        todo = pl.col("calibrated_prediction").is_null() & usable
-        frame = (
-            frame.join(medians, on=[*level, "metric"], how="left", maintain_order="left", nulls_equal=True)
-            .with_columns(
-                pl.when(todo).then(basis).otherwise(pl.col("basis")).alias("basis"),
-                pl.when(todo).then(scaled).otherwise(pl.col("calibrated_prediction")).alias("calibrated_prediction"),
-            )
-            .drop("m_ratio", "m_n")
-        )
-    return frame.select(
-        "id",
-        "calibrated_prediction",
-        pl.lit(fold).alias("held_out_fold"),
-        pl.col("basis").fill_null("no training rows of this metric"),
-    )
+        col = _COLUMN_OF[by]
+        out = out.with_columns(seconds.alias("_s")).with_columns(value.alias(col)).drop("_s")
+        out = out.with_columns(((pl.col(col) - pl.col("measured")).abs() / pl.col("measured")).alias(f"abs_pct_error{_suffix(by)}"))
+    return out.drop("_measured_s")
 
 
-def _rate_of(seconds: pl.Expr) -> pl.Expr:
-    """A fitted time of what a row's y counts (a decode step, a prompt, a whole serving run: design_of) as tokens/s."""
-    b, out = pl.col("batch").cast(pl.Float64), pl.col("output_tokens").cast(pl.Float64)
-    prompt = pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).cast(pl.Float64)
-    phase = pl.col("phase")
-    return pl.when(phase == "decode").then(b / seconds).when(phase == "prefill").then(prompt / seconds).otherwise(b * out / seconds)
+def _suffix(by: str) -> str:
+    return "" if by == "campaign" else f"_{by}_out"
 
 
-#: the groups a median ratio is taken over, most specific first (each within one metric): the first with training rows predicts
-LEVELS: tuple[tuple[str, ...], ...] = (
-    ("gpu", "framework"),
-    ("family", "framework"),
-    ("framework",),
-    ("gpu",),
-    ("family",),
-    (),
-)
-
-
-def _figures(frame: pl.DataFrame) -> list[pl.Expr]:
+def _figure_exprs() -> list[pl.Expr]:
     err = pl.col("abs_pct_error")
     return [
         pl.len().alias("n"),
         pl.col("ratio").median().alias("median_ratio"),
         pl.col("ratio").quantile(0.25, "linear").alias("p25_ratio"),
         pl.col("ratio").quantile(0.75, "linear").alias("p75_ratio"),
-        err.mean().alias("mape_calibrated"),
+        err.mean().alias("mape"),
+        err.median().alias("median_ape"),
         (err <= 0.10).mean().alias("within_10pct"),
         (err <= 0.25).mean().alias("within_25pct"),
         err.is_not_null().sum().alias("n_predicted"),
+        pl.col("abs_pct_error_gpu_out").mean().alias("mape_gpu_out"),
+        pl.col("abs_pct_error_model_out").mean().alias("mape_model_out"),
+        pl.col("campaign").n_unique().alias("campaigns"),
     ]
 
 
-def _metric_figures(rows: pl.DataFrame) -> pl.DataFrame:
+def _figures(rows: pl.DataFrame) -> dict[str, Any]:
     if not rows.height:
-        return pl.DataFrame(schema={"metric": pl.String, "n": pl.UInt32})
-    return rows.group_by("metric").agg(_figures(rows)).sort("n", "metric", descending=[True, False])
+        return {"n": 0}
+    return rows.select(_figure_exprs()).to_dicts()[0]
+
+
+def _figures_by(rows: pl.DataFrame, by: str) -> pl.DataFrame:
+    if not rows.height:
+        return pl.DataFrame(schema={by: pl.String, "n": pl.UInt32})
+    return rows.group_by(by).agg(_figure_exprs()).sort("n", by, descending=[True, False])
 
 
 def _group_figures(rows: pl.DataFrame) -> pl.DataFrame:
     if not rows.height:
-        return pl.DataFrame(schema={"metric": pl.String, "by": pl.String, "group": pl.String, "n": pl.UInt32})
+        return pl.DataFrame(schema={"group": pl.String, "n": pl.UInt32})
+    parts = [rows.filter(sel).select(_figure_exprs()).with_columns(pl.lit(name).alias("group")) for name, sel in GROUPS.items()]
+    return pl.concat(parts, how="diagonal_relaxed").select("group", pl.exclude("group"))
+
+
+def _by_group(rows: pl.DataFrame) -> pl.DataFrame:
+    """Each headline group's figures per framework and per accelerator family."""
+    if not rows.height:
+        return pl.DataFrame(schema={"group": pl.String, "by": pl.String, "value": pl.String, "n": pl.UInt32})
     parts = []
-    for by in ("framework", "family"):
-        g = rows.group_by("metric", by).agg(
-            pl.len().alias("n"),
-            pl.col("ratio").median().alias("median_ratio"),
-            pl.col("ratio").quantile(0.25, "linear").alias("p25_ratio"),
-            pl.col("ratio").quantile(0.75, "linear").alias("p75_ratio"),
-        )
-        parts.append(g.rename({by: "group"}).with_columns(pl.lit(by).alias("by")))
+    for name, sel in GROUPS.items():
+        sub = rows.filter(sel)
+        for by in ("framework", "family"):
+            g = sub.group_by(by).agg(_figure_exprs()).rename({by: "value"})
+            parts.append(g.with_columns(pl.lit(name).alias("group"), pl.lit(by).alias("by")))
     return (
         pl.concat(parts, how="diagonal_relaxed")
-        .select("metric", "by", "group", "n", "median_ratio", "p25_ratio", "p75_ratio")
-        .sort("metric", "by", "n", descending=[False, False, True])
+        .select("group", "by", "value", pl.exclude("group", "by", "value"))
+        .sort("group", "by", "n", descending=[False, False, True])
     )
-
-
-def _summary(rows: pl.DataFrame) -> dict[str, Any]:
-    if not rows.height:
-        return {"n": 0}
-    return rows.select(_figures(rows)).to_dicts()[0]

@@ -44,9 +44,11 @@ import polars as pl
 
 from core.catalogue.catalogue import Catalogue, UnknownIdError
 from core.catalogue.precisions import ACTIVATION_BYTES, COMPUTE_FORMATS, FORMATS, PEAK_PRECISIONS, UnknownPrecisionError, default_compute
-from core.model.engine import Steps, StepSums, distinct_rows, operation_costs, time_steps
+from core.model import predicted as pm
+from core.model import workload as wl
+from core.model.engine import SortedWork, Steps, StepSums, distinct_rows, operation_costs, sort_work, time_steps
 from core.model.result import FIGURES, RESULT_SCHEMA, Ceiling, ceiling_of_row, plain
-from core.model.scenario import FIELDS, SCENARIO_SCHEMA, Scenario, check_frame, default
+from core.model.scenario import FIELDS, SCENARIO_SCHEMA, Scenario, ScenarioError, check_frame, default
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.intp]
@@ -58,6 +60,8 @@ _AUTO = {w: default_compute(w) for w in FORMATS}
 _TEXT = frozenset(n for n in FIELDS if SCENARIO_SCHEMA[n] == pl.String)
 _ACT_BYTES = np.array([ACTIVATION_BYTES[p] for p in PEAK_PRECISIONS])
 _REQUESTED_ACT_BYTES = np.array([ACTIVATION_BYTES[c] for c in COMPUTE_FORMATS])
+_FRAMEWORK_INDEX = {f: i for i, f in enumerate(pm.FRAMEWORKS)}
+_FORMAT_NAMES = list(FORMATS)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class ScenarioArrays:
 
     `gpu`, `model` and `draft` index the catalogue (-1: no draft model),
     `compute` indexes COMPUTE_FORMATS (auto resolved to the weights' default),
+    `weights` FORMATS, `framework` core.model.predicted.FRAMEWORKS;
     `weight_bytes` and `kv_bytes` are bytes per element of the formats.
     """
 
@@ -75,6 +80,8 @@ class ScenarioArrays:
     model: Index
     draft: Index
     compute: Index
+    weights: Index
+    framework: Index
     weight_bytes: Array
     kv_bytes: Array
 
@@ -92,6 +99,7 @@ class ScenarioArrays:
             "compute": ("compute precision", _COMPUTE_INDEX),
             "weights": ("precision", _FORMAT_INDEX),
             "kv": ("precision", _FORMAT_INDEX),
+            "framework": ("framework", _FRAMEWORK_INDEX),
         }
         if isinstance(scenarios, pl.DataFrame):
             frame = scenarios.with_columns(
@@ -129,6 +137,8 @@ class ScenarioArrays:
             model=codes["model"],
             draft=codes["spec_draft_model"],
             compute=codes["compute"],
+            weights=codes["weights"],
+            framework=codes["framework"],
             weight_bytes=_weight_bytes(_FORMAT_BYTES_BY_CODE[codes["weights"]], values["weight_bits"]),
             kv_bytes=_FORMAT_BYTES_BY_CODE[codes["kv"]],
         )
@@ -146,6 +156,8 @@ def _weight_bytes(format_bytes: Array, weight_bits: Any) -> Array:
 
 
 def _unknown(kind: str, value: Any, index: dict[str, int]) -> Exception:
+    if kind == "framework":
+        return ScenarioError("framework", f"unknown framework {value!r}; known: {', '.join(index)}")
     if kind == "precision":
         return UnknownPrecisionError(f"unknown precision {value!r}; known: {', '.join(index)}")
     return UnknownIdError(kind, str(value), sorted(index))
@@ -206,9 +218,10 @@ class StepTotals:
 BOUNDS = ("memory", "compute", "communication")
 
 
-def step_totals(cat: Catalogue, steps: Steps, gpu: Index, bandwidth: Array, peak: Array, overhead_s: Array) -> StepTotals:
-    """The engine's operation time of each step plus tensor-parallel communication and the stated overhead."""
-    sums = time_steps(cat.ops_matrix, steps, bandwidth, peak)
+def comm_seconds(cat: Catalogue, steps: Steps, gpu: Index, reps: Array | None = None) -> Array:
+    """Tensor-parallel communication of each step: two all-reduces per layer of batch x q x hidden activations, each the
+    published small-message latency plus 2 (n - 1) / n of the message over the scale-up link one way; `reps`: the step
+    runs in that many repetitions (prefill chunks), each with its share of the message and its own latencies."""
     n = steps.num_gpus
     shape = cat.model_arrays
     message = steps.batch * steps.q * shape["hidden_size"][steps.model] * steps.act_bytes
@@ -217,20 +230,88 @@ def step_totals(cat: Catalogue, steps: Steps, gpu: Index, bandwidth: Array, peak
     with np.errstate(invalid="ignore", divide="ignore"):
         ring = np.where(n > 1, calls * 2.0 * (n - 1.0) / n * message / one_way, 0.0)
     latency = np.where(n > 1, calls * np.nan_to_num(cat.hardware.allreduce_latency_s[gpu], nan=0.0), 0.0)
-    comm = np.nan_to_num(ring, nan=0.0) + latency  # no link or latency figure: that part not costed (flagged)
+    if reps is not None:
+        ring = ring / reps
+    return np.nan_to_num(ring, nan=0.0) + latency  # type: ignore[no-any-return]  # no link or latency figure: not costed (flagged)
+
+
+def step_totals(cat: Catalogue, steps: Steps, gpu: Index, bandwidth: Array, peak: Array, overhead_s: Array) -> StepTotals:
+    """The engine's operation time of each step plus tensor-parallel communication and the stated overhead."""
+    sums = time_steps(cat.ops_matrix, steps, bandwidth, peak)
+    comm = comm_seconds(cat, steps, gpu)
     mem, comp = sums.memory_bound_time_s, sums.compute_bound_time_s
     bound = np.where((comm > mem) & (comm > comp), 2, np.where(mem >= comp, 0, 1))
     return StepTotals(sums, comm, sums.ops_time_s + comm + overhead_s, bound)
 
 
-def evaluate(cat: Catalogue, scenarios: Sequence[Scenario] | pl.DataFrame, columns: Sequence[str] | None = None) -> pl.DataFrame:
-    """One row per scenario, in order: the columns of RESULT_SCHEMA (or those asked for)."""
+def achieved_work(cat: Catalogue, steps: Steps, reps: Array | None = None) -> SortedWork:
+    """The steps' work sorted by operation class, for `achieved_step_times`."""
+    return sort_work(cat.ops_matrix, steps, reps=reps, class_of_kind=pm.CLASS_BY_CODE)
+
+
+def achieved_step_times(
+    cat: Catalogue,
+    steps: Steps,
+    gpu: Index,
+    peak: Array,
+    params: Array,
+    *,
+    reps: Array | None = None,
+    jacobian: bool = False,
+    work: SortedWork | None = None,
+) -> tuple[Array, Array | None]:
+    """Each step's predicted time (s): its operations at the achieved roofs of their class (datasheet bandwidth and `peak`
+    x the step's efficiencies, by the one engine), plus the kernel, step and per-sequence overheads and the tensor-parallel
+    communication at its achieved share of the link (core.model.predicted). `params`: steps x NP in their own units;
+    `reps`: repetitions (prefill chunks). With `jacobian`: d time / d parameter (steps x NP) too. `work`: the steps' work
+    from `achieved_work` when the caller times the same steps at many parameters (a fit)."""
+    count = len(steps)
+    reps = np.ones(count) if reps is None else reps
+    work = achieved_work(cat, steps, reps) if work is None else work
+    c = len(pm.CLASSES)
+    eta_mem, eta_cmp = params[:, :c], params[:, c : 2 * c]
+    bandwidth = cat.hardware.bandwidth_bytes_per_s[gpu]
+    memory, compute = work.times(bandwidth[:, None] * eta_mem, peak[:, None] * eta_cmp)
+    comm = comm_seconds(cat, steps, gpu, reps)
+    beyond = steps.num_gpus > np.nan_to_num(cat.hardware.scaleup_domain[gpu], nan=np.inf)
+    comm_in, comm_out = np.where(beyond, 0.0, comm), np.where(beyond, comm, 0.0)
+    P = pm.P
+    k, s, q = params[:, P["overhead_kernel_s"]], params[:, P["overhead_step_s"]], params[:, P["overhead_sequence_s"]]
+    e_in, e_out = params[:, P["eta_comm"]], params[:, P["eta_comm_out"]]
+    sequences = steps.batch / reps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        link = np.where(comm_in > 0, comm_in / e_in, 0.0) + np.where(comm_out > 0, comm_out / e_out, 0.0)
+    times = reps * (memory.sum(axis=1) + compute.sum(axis=1) + work.kernels * k + s + sequences * q + link)
+    if not jacobian:
+        return times, None
+    jac = np.zeros((count, pm.NP))
+    r = reps[:, None]
+    jac[:, :c] = -r * memory / eta_mem
+    jac[:, c : 2 * c] = -r * compute / eta_cmp
+    jac[:, P["overhead_kernel_s"]] = reps * work.kernels
+    jac[:, P["overhead_step_s"]] = reps
+    jac[:, P["overhead_sequence_s"]] = reps * sequences
+    with np.errstate(divide="ignore", invalid="ignore"):
+        jac[:, P["eta_comm"]] = -reps * np.where(comm_in > 0, comm_in / e_in**2, 0.0)
+        jac[:, P["eta_comm_out"]] = -reps * np.where(comm_out > 0, comm_out / e_out**2, 0.0)
+    return times, jac
+
+
+def evaluate(
+    cat: Catalogue,
+    scenarios: Sequence[Scenario] | pl.DataFrame,
+    columns: Sequence[str] | None = None,
+    *,
+    predictor: pm.Predictor | None = None,
+) -> pl.DataFrame:
+    """One row per scenario, in order: the columns of RESULT_SCHEMA (or those asked for); with a `predictor`, the
+    predicted figures of each scenario's framework too (else they are empty)."""
     s = ScenarioArrays.of(cat, scenarios)
     names = list(columns) if columns else list(RESULT_SCHEMA)
     schema = {n: RESULT_SCHEMA[n] for n in names}
     if s.size == 0:
         return pl.DataFrame(schema=schema)
-    out = _columns(cat, s)
+    out = _columns(cat, s, predictor if predictor is not None and any(n in PREDICTED for n in names) else None)
     if s.size > _FEW:
         return pl.DataFrame({n: out[n] for n in names}, schema=schema, nan_to_null=True)
     # a few rows are quicker to hand over row by row (a frame's fixed cost is per column)
@@ -257,10 +338,10 @@ def _cells(values: Any, dtype: Any) -> list[Any]:
     return values.tolist()  # type: ignore[no-any-return]
 
 
-def ceiling(cat: Catalogue, scenario: Scenario) -> Ceiling:
-    """The ceilings of one scenario."""
+def ceiling(cat: Catalogue, scenario: Scenario, *, predictor: pm.Predictor | None = None) -> Ceiling:
+    """The ceilings of one scenario (and, with a `predictor`, its predicted figures)."""
     s = ScenarioArrays.of(cat, [scenario])
-    out = _columns(cat, s)
+    out = _columns(cat, s, predictor)
     resolved = scenario if scenario.compute is not None else scenario.model_copy(update={"compute": s.values["compute"][0]})
     return Ceiling(scenario=resolved, scenario_id=0, **{n: _first(out[n], RESULT_SCHEMA[n]) for n in FIGURES})
 
@@ -328,7 +409,7 @@ def _first(values: Any, dtype: Any) -> Any:
     return int(value) if dtype == pl.Int64 and value is not None else value
 
 
-def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
+def _columns(cat: Catalogue, s: ScenarioArrays, predictor: pm.Predictor | None = None) -> dict[str, Any]:
     """Every column of RESULT_SCHEMA for the scenarios, as arrays (NaN where there is no value)."""
     hw = cat.hardware
     st = scenario_steps(cat, s)
@@ -411,8 +492,88 @@ def _columns(cat: Catalogue, s: ScenarioArrays) -> dict[str, Any]:
             "usd_per_million_input_tokens": np.where(served, price * n / (prefill_tps * 3600.0) * 1e6, np.nan),
             "tokens_per_s_per_watt": total / (n * power),
         }
+    out.update(_predicted(cat, s, st, served, tokens_per_step, price, predictor))
     out["flags"] = _flags(cat, s, st, memory["fits"], out["within_scaleup_domain"])
     return out
+
+
+#: The predicted figures of a result (empty without a fit).
+PREDICTED = (
+    "predicted_step_time_s",
+    "predicted_tokens_per_s_per_user",
+    "predicted_tokens_per_s_total",
+    "predicted_tpot_s",
+    "predicted_ttft_s",
+    "predicted_prefill_tokens_per_s",
+    "predicted_usd_per_million_tokens",
+    "predicted_error",
+    "predicted_ttft_error",
+    "predicted_basis",
+)
+
+
+def scenario_parameters(cat: Catalogue, s: ScenarioArrays, predictor: pm.Predictor) -> Array:
+    """Each scenario's predicted-model parameters: its accelerator's, framework's, weight format's and model's cell."""
+    hw = cat.hardware
+    first, of = distinct_rows({"gpu": s.gpu, "framework": s.framework, "weights": s.weights, "model": s.model})
+    models = list(cat.records)
+    keys = [
+        pm.level_keys(hw.vendors[g], hw.families[g], hw.ids[g], pm.FRAMEWORKS[f], _FORMAT_NAMES[w], models[m])
+        for g, f, w, m in zip(s.gpu[first], s.framework[first], s.weights[first], s.model[first], strict=True)
+    ]
+    return predictor.parameters_of(keys)[of]
+
+
+def _predicted(
+    cat: Catalogue,
+    s: ScenarioArrays,
+    st: ScenarioSteps,
+    served: npt.NDArray[np.bool_],
+    tokens_per_step: Array,
+    price: Array,
+    predictor: pm.Predictor | None,
+) -> dict[str, Any]:
+    """The predicted figures of every scenario (core.model.predicted): the same steps as the ceiling, timed at the
+    framework's fitted efficiencies and overheads; the prompts of a batch prefilled as a wave in the engine's chunks."""
+    if predictor is None:
+        empty = np.full(s.size, np.nan)
+        return {n: (_pick([None], np.zeros(s.size, dtype=np.intp), pl.String) if n == "predicted_basis" else empty) for n in PREDICTED}
+    hw = cat.hardware
+    par = scenario_parameters(cat, s, predictor)
+    peak = np.where(st.compute_used >= 0, hw.peaks[s.gpu, np.maximum(st.compute_used, 0)], np.nan)
+    decode, _ = achieved_step_times(cat, st.decode, s.gpu, peak, par)
+    drafted = np.flatnonzero(st.speculative)
+    draft = np.zeros(s.size)
+    if len(drafted):
+        draft[drafted], _ = achieved_step_times(cat, st.draft, s.gpu[drafted], peak[drafted], par[drafted])
+    batch, prompt = s.number("batch"), s.number("prompt")
+    p = st.prefill
+    wave = Steps(p.model, p.num_gpus, p.weight_bytes, p.kv_bytes, p.act_bytes, batch, prompt, p.cached, p.prefill, p.flash)
+    chunk = np.array([pm.PREFILL_CHUNK.get(f, np.inf) for f in pm.FRAMEWORKS])[s.framework]
+    reps = np.maximum(np.ceil(batch * prompt / chunk), 1.0)
+    prefill, _ = achieved_step_times(cat, wave, s.gpu, peak, par, reps=reps)
+    costed = ~np.isnan(peak)
+    cycle = decode + s.number("spec_draft_len") * draft * st.speculative
+    per_user = np.where(served, tokens_per_step / cycle, np.nan)
+    total = per_user * batch
+    ttft = np.where(costed, wl.expected_ttft(batch, prefill, par[:, pm.P["overhead_request_s"]]), np.nan)
+    first, of = distinct_rows({"gpu": s.gpu, "framework": s.framework})
+    bands = [predictor.band(hw.families[g], pm.FRAMEWORKS[f], "tokens") for g, f in zip(s.gpu[first], s.framework[first], strict=True)]
+    ttft_bands = [predictor.band(hw.families[g], pm.FRAMEWORKS[f], "ttft") for g, f in zip(s.gpu[first], s.framework[first], strict=True)]
+    n = s.number("num_gpus")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {
+            "predicted_step_time_s": np.where(costed, decode, np.nan),
+            "predicted_tokens_per_s_per_user": per_user,
+            "predicted_tokens_per_s_total": total,
+            "predicted_tpot_s": np.where(served, cycle / tokens_per_step, np.nan),
+            "predicted_ttft_s": ttft,
+            "predicted_prefill_tokens_per_s": np.where(costed, batch * prompt / prefill, np.nan),
+            "predicted_usd_per_million_tokens": price * n / (total * 3600.0) * 1e6,
+            "predicted_error": np.array([b.mape for b in bands])[of],
+            "predicted_ttft_error": np.array([b.mape for b in ttft_bands])[of],
+            "predicted_basis": _pick([b.basis for b in bands], of, pl.String),
+        }
 
 
 _MEMORY_FIGURES = (

@@ -285,53 +285,130 @@ def time_steps(ops: OpMatrix, steps: Steps, bandwidth: Array, peak: Array) -> St
     operation by its bytes. The work of each distinct step is computed once,
     model by model (a model's operations are the same in all its steps).
     """
-    work_steps, work_of = steps.distinct()
-    width = ops.kind.shape[1]
-    # per distinct step: its operations' per-GPU intensities sorted (past its last operation: +inf, never
-    # memory-bound), the bytes of the first k operations and the FLOPs of the rest, k = 0 .. width
-    by_intensity = np.full((len(work_steps), width), np.inf)
-    bytes_before = np.zeros((len(work_steps), width + 1))
-    flops_from = np.zeros((len(work_steps), width + 1))
-    totals = {name: np.empty(len(work_steps)) for name in _TOTALS}
-    for model in np.unique(work_steps.model):
-        works = np.flatnonzero(work_steps.model == model)
-        intensity, before, after, sums = _sorted_work(ops.row(int(model)), work_steps.take(works))
-        n = intensity.shape[1]
-        by_intensity[works, :n] = intensity
-        bytes_before[works, : n + 1] = before
-        bytes_before[works, n + 1 :] = before[:, -1:]
-        flops_from[works, : n + 1] = after
-        for name in _TOTALS:
-            totals[name][works] = sums[name]
-    ridge = np.where(np.isnan(peak), np.inf, peak / bandwidth)
-    memory_bound_ops = count_at_most(by_intensity, work_of, ridge)
-    memory_time = bytes_before[work_of, memory_bound_ops] / bandwidth
-    compute_flops = flops_from[work_of, memory_bound_ops]
-    with np.errstate(invalid="ignore"):
-        compute_time = np.where(compute_flops > 0, compute_flops / peak, 0.0)
+    sorted_work = sort_work(ops, steps)
+    memory, compute = sorted_work.times(bandwidth, peak)
+    memory_time, compute_time = memory[:, 0], compute[:, 0]
     return StepSums(
-        **{name: totals[name][work_of] for name in _TOTALS},
+        **sorted_work.sums,
         ops_time_s=memory_time + compute_time,
         memory_bound_time_s=memory_time,
         compute_bound_time_s=compute_time,
     )
 
 
+_EMBED = KINDS.index("embed")
+
 #: The sums over a step's operations that do not depend on the accelerator.
 _TOTALS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_write_bytes")
 
 
-def _sorted_work(ops: OpMatrix, steps: Steps) -> tuple[Array, Array, Array, dict[str, Array]]:
-    """One model's operations in `steps`: per step, the per-GPU intensities sorted, with the bytes of the
-    first k operations and the FLOPs of the rest for k = 0 .. operations, and the step's sums."""
+@dataclass(frozen=True)
+class SortedWork:
+    """Steps' work, ready to be timed at any roofs: per distinct step and operation class, its operations' per-GPU
+    intensities sorted with the bytes of the first k and the FLOPs of the rest (k = 0 .. width), one repetition.
+
+    A step of `reps` repetitions (a prefill run in chunks) reads its weights once per repetition and shares the rest of
+    its bytes and its FLOPs out over them. `sums` are each step's totals (all repetitions, all GPUs); `kernels` the
+    operation rows' layers summed (one kernel per operation and layer and repetition).
+    """
+
+    of: Index  # step -> its distinct step
+    classes: int
+    intensity: Array  # (distinct x classes, width), +inf past a class's last operation
+    bytes_before: Array  # (distinct x classes, width + 1)
+    flops_from: Array  # (distinct x classes, width + 1)
+    sums: dict[str, Array]  # per step
+    kernels: Array  # per step
+    reps: Array  # per step
+
+    def times(self, bandwidth: Array, peak: Array) -> tuple[Array, Array]:
+        """(memory-bound time, compute-bound time) of each step's operations of each class, one repetition, at one GPU's
+        byte/s and FLOP/s per step (vectors) or per step and class (steps x classes: achieved rates differ by class)."""
+        n, c = len(self.of), self.classes
+        bw = np.broadcast_to(bandwidth.reshape(n, -1), (n, c)).ravel()
+        pk = np.broadcast_to(peak.reshape(n, -1), (n, c)).ravel()
+        rows = (self.of[:, None] * c + np.arange(c)[None, :]).ravel()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ridge = np.where(np.isnan(pk), np.inf, pk / bw)
+        memory_bound_ops = count_at_most(self.intensity, rows, ridge)
+        memory = self.bytes_before[rows, memory_bound_ops] / bw
+        compute_flops = self.flops_from[rows, memory_bound_ops]
+        with np.errstate(invalid="ignore"):
+            compute = np.where(compute_flops > 0, compute_flops / pk, 0.0)
+        return memory.reshape(n, c), compute.reshape(n, c)
+
+
+def sort_work(ops: OpMatrix, steps: Steps, *, reps: Array | None = None, class_of_kind: Index | None = None) -> SortedWork:
+    """The work of `steps` sorted for timing (SortedWork); `reps`: repetitions per step (default 1); `class_of_kind`: the
+    class of each operation kind (an index per KINDS code) when operations of different classes run at different rates."""
+    count = len(steps)
+    reps = np.ones(count) if reps is None else np.asarray(reps, dtype=np.float64)
+    classes = 1 if class_of_kind is None else int(class_of_kind.max()) + 1
+    first, work_of = distinct_rows({**{f.name: getattr(steps, f.name) for f in fields(steps)}, "reps": reps})
+    work_steps, work_reps = steps.take(first), reps[first]
+    width = ops.kind.shape[1]
+    distinct = len(work_steps)
+    by_intensity = np.full((distinct, classes, width), np.inf)
+    bytes_before = np.zeros((distinct, classes, width + 1))
+    flops_from = np.zeros((distinct, classes, width + 1))
+    totals = {name: np.empty(distinct) for name in _TOTALS}
+    kernels = np.empty(distinct)
+    for model in np.unique(work_steps.model):
+        works = np.flatnonzero(work_steps.model == model)
+        table = ops.row(int(model))
+        intensity, before, after, sums = _sorted_work(table, work_steps.take(works), work_reps[works], class_of_kind, classes)
+        n = intensity.shape[2]
+        by_intensity[works, :, :n] = intensity
+        bytes_before[works, :, : n + 1] = before
+        bytes_before[works, :, n + 1 :] = before[:, :, -1:]
+        flops_from[works, :, : n + 1] = after
+        for name in _TOTALS:
+            totals[name][works] = sums[name]
+        kernels[works] = float(table.layers.sum())
+    return SortedWork(
+        of=work_of,
+        classes=classes,
+        intensity=by_intensity.reshape(distinct * classes, width),
+        bytes_before=bytes_before.reshape(distinct * classes, width + 1),
+        flops_from=flops_from.reshape(distinct * classes, width + 1),
+        sums={name: totals[name][work_of] for name in _TOTALS},
+        kernels=kernels[work_of],
+        reps=reps,
+    )
+
+
+def _sorted_work(
+    ops: OpMatrix, steps: Steps, reps: Array, class_of_kind: Index | None, classes: int
+) -> tuple[Array, Array, Array, dict[str, Array]]:
+    """One model's operations in `steps`: per step and class, the per-GPU intensities of one repetition sorted, with the
+    bytes of the first k operations and the FLOPs of the rest for k = 0 .. operations, and the step's sums."""
     work = operation_work(ops, steps)
-    flops, nbytes = work.per_gpu(steps.num_gpus)
+    r = reps[:, None]
+    n = steps.num_gpus[:, None]
+    flops = work.flops / n / r
+    # the weights are read again by every repetition, except the embedding's rows, which are gathered per token
+    gathered = ops.kind[0] == _EMBED
+    weights = np.where(gathered, work.weight_bytes / r, work.weight_bytes)
+    nbytes = weights / n + (work.act_bytes / n + (work.kv_read_bytes + work.kv_write_bytes) / work.kv_shard) / r
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
-    order = np.argsort(intensity, axis=1, kind="stable")
-    zero = np.zeros((len(steps), 1))
-    bytes_before = np.hstack([zero, np.cumsum(np.take_along_axis(nbytes, order, axis=1), axis=1)])
-    flops_from = np.hstack([np.cumsum(np.take_along_axis(flops, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero])
+    cls = np.zeros(ops.kind.shape[1], dtype=np.intp) if class_of_kind is None else class_of_kind[ops.kind[0]]
+    steps_n, width = intensity.shape
+    out_i = np.full((steps_n, classes, width), np.inf)
+    out_b = np.zeros((steps_n, classes, width + 1))
+    out_f = np.zeros((steps_n, classes, width + 1))
+    zero = np.zeros((steps_n, 1))
+    for c in range(classes):
+        mine = cls == c
+        if not mine.any():
+            continue
+        ci = np.where(mine, intensity, np.inf)
+        order = np.argsort(ci, axis=1, kind="stable")
+        b = np.where(mine, nbytes, 0.0)
+        f = np.where(mine, flops, 0.0)
+        out_i[:, c] = np.take_along_axis(ci, order, axis=1)
+        out_b[:, c] = np.hstack([zero, np.cumsum(np.take_along_axis(b, order, axis=1), axis=1)])
+        out_f[:, c] = np.hstack([np.cumsum(np.take_along_axis(f, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero])
     sums = {
         "flops": work.flops.sum(axis=1),
         "bytes": work.total_bytes.sum(axis=1),
@@ -339,7 +416,7 @@ def _sorted_work(ops: OpMatrix, steps: Steps) -> tuple[Array, Array, Array, dict
         "kv_read_bytes": work.kv_read_bytes.sum(axis=1),
         "kv_write_bytes": work.kv_write_bytes.sum(axis=1),
     }
-    return np.take_along_axis(intensity, order, axis=1), bytes_before, flops_from, sums
+    return out_i, out_b, out_f, sums
 
 
 def count_at_most(rows: Array, row_of: Index, limit: Array) -> Index:

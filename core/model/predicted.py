@@ -19,7 +19,10 @@ than the engine's chunk runs in chunks: the weights are read once per
 chunk, the rest of the work is shared out) and comm_in / comm_out the
 tensor-parallel all-reduces within and beyond the accelerator's scale-up
 domain at the link's bandwidth with the published latency (the ceiling's
-communication term). A request served online also pays
+communication term, core.model.ceilings.comm_seconds). The operations are
+timed by the one engine (core.model.engine.sort_work and SortedWork.times,
+at each class's achieved bandwidth and peak); core.model.ceilings.
+achieved_step_times adds the rest. A request served online also pays
 overhead_request_s once (the HTTP and tokenisation path) before its first
 token.
 
@@ -29,8 +32,9 @@ and `parameters` maps them back. They are fitted per accelerator family and
 framework by core.evidence.predictor (a hierarchy: each level of `LEVELS`
 adds its own shift to theta, so a cell with few measurements borrows from
 its vendor and from the global prior); `Predictor` holds a fit and gives
-each scenario its parameters. `step_times` is the one function that times a
-step at achieved rates: pages, the CLI, the sweep and the fit call it.
+each scenario its parameters. core.model.ceilings.achieved_step_times is
+the one function that times a step at achieved rates: pages, the CLI, the
+sweep and the fit call it.
 """
 
 from __future__ import annotations
@@ -49,11 +53,39 @@ from core.catalogue.operations import KINDS
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.intp]
 
+#: The serving frameworks a prediction can be made for (the reference set's frameworks; MLPerf rows run TensorRT-LLM and
+#: others under MLPerf's rules, fitted as their own framework).
+FRAMEWORKS: tuple[str, ...] = (
+    "vLLM",
+    "SGLang",
+    "TensorRT-LLM",
+    "llama.cpp",
+    "MLX",
+    "JetStream",
+    "Intel Gaudi software (PyTorch)",
+    "MLPerf",
+)
+
+#: Prompt tokens an engine prefills per step by default (its chunked-prefill budget): a longer prefill runs in chunks, each
+#: reading the weights again. Sources: see PREFILL_CHUNK_SOURCES. An engine without chunked prefill prefills a prompt whole.
+PREFILL_CHUNK: dict[str, float] = {
+    "vLLM": 8192.0,
+    "SGLang": 8192.0,
+    "TensorRT-LLM": 8192.0,
+    "llama.cpp": 512.0,
+    "MLX": 2048.0,
+    "MLPerf": 8192.0,
+}
+PREFILL_CHUNK_SOURCES: dict[str, str] = {}
+#: llama.cpp's layer split (several GPUs, no tensor parallelism): a pipeline whose stages run one after another for one
+#: sequence; a prompt's micro-batches (n_ubatch of n_batch tokens) overlap across the stages, at most this many at once.
+LAYER_SPLIT_MICROBATCHES = 4.0
+
 #: The operation classes whose efficiencies differ, and the kinds (core.catalogue.operations.KINDS) in each.
 CLASSES: tuple[str, ...] = ("elementwise", "gemm", "moe", "attention")
 CLASS_OF_KIND: dict[str, int] = {"embed": 0, "norm": 0, "matmul": 1, "lm_head": 1, "moe": 2, "attn": 3}
-#: KINDS code -> class index (padding -1 stays -1)
-_CLASS_BY_CODE = np.array([CLASS_OF_KIND[k] for k in KINDS] + [-1], dtype=np.intp)
+#: KINDS code -> class index
+CLASS_BY_CODE = np.array([CLASS_OF_KIND[k] for k in KINDS], dtype=np.intp)
 
 
 @dataclass(frozen=True)
@@ -104,98 +136,6 @@ def ideal(rows: int) -> Array:
     out = np.zeros((rows, NP))
     out[:, LOGIT] = 1.0
     return out
-
-
-# -- the parts of a step that do not depend on the parameters -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepParts:
-    """Per step (row) and operation (column), one GPU, one repetition: memory time at the datasheet bandwidth, compute time
-    at the datasheet peak, the operation's class; per step: kernels, sequences, communication, repetitions."""
-
-    mem_s: Array
-    compute_s: Array
-    op_class: Index
-    kernels: Array
-    sequences: Array
-    comm_in_s: Array
-    comm_out_s: Array
-    reps: Array
-
-    def take(self, rows: Index | npt.NDArray[np.bool_]) -> StepParts:
-        """The parts of the given steps."""
-        return StepParts(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
-
-
-def step_parts(
-    op_kind: npt.NDArray[np.int8],
-    layers: Array,
-    weight_bytes: Array,
-    other_bytes: Array,
-    flops: Array,
-    bandwidth: Array,
-    peak: Array,
-    sequences: Array,
-    comm_s: Array,
-    beyond_domain: npt.NDArray[np.bool_],
-    reps: Array,
-) -> StepParts:
-    """A step's parts from its per-GPU work (steps x operations): weight bytes (read once per repetition), the other bytes
-    and the FLOPs (shared out over the repetitions), at each step's datasheet bandwidth and peak (NaN peak: no compute time)."""
-    r = reps[:, None]
-    real = op_kind >= 0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mem = (weight_bytes + other_bytes / r) / bandwidth[:, None]
-        cmp = np.nan_to_num(flops / r / peak[:, None], nan=0.0, posinf=0.0)
-    return StepParts(
-        mem_s=np.where(real, mem, 0.0),
-        compute_s=np.where(real, cmp, 0.0),
-        op_class=_CLASS_BY_CODE[np.where(real, op_kind, len(KINDS))],
-        kernels=np.where(real, layers, 0.0).sum(axis=1),
-        sequences=sequences / reps,
-        comm_in_s=np.where(beyond_domain, 0.0, comm_s),
-        comm_out_s=np.where(beyond_domain, comm_s, 0.0),
-        reps=reps,
-    )
-
-
-def step_times(parts: StepParts, params: Array, *, jacobian: bool = False) -> tuple[Array, Array | None]:
-    """Each step's predicted time (s) at `params` (steps x NP, parameters in their own units: `parameters`), and with
-    `jacobian` its derivative by each parameter (steps x NP)."""
-    cls = parts.op_class
-    eta_mem = np.zeros_like(parts.mem_s)
-    eta_cmp = np.zeros_like(parts.mem_s)
-    for c in range(len(CLASSES)):
-        at = cls == c
-        eta_mem = np.where(at, params[:, [c]], eta_mem)
-        eta_cmp = np.where(at, params[:, [len(CLASSES) + c]], eta_cmp)
-    real = cls >= 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t_mem = np.where(real, parts.mem_s / eta_mem, 0.0)
-        t_cmp = np.where(real, parts.compute_s / eta_cmp, 0.0)
-    memory_bound = t_mem >= t_cmp
-    ops = np.where(memory_bound, t_mem, t_cmp).sum(axis=1)
-    k, s, q = params[:, P["overhead_kernel_s"]], params[:, P["overhead_step_s"]], params[:, P["overhead_sequence_s"]]
-    e_in, e_out = params[:, P["eta_comm"]], params[:, P["eta_comm_out"]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        comm = np.where(parts.comm_in_s > 0, parts.comm_in_s / e_in, 0.0) + np.where(parts.comm_out_s > 0, parts.comm_out_s / e_out, 0.0)
-    reps = parts.reps
-    time = reps * (ops + parts.kernels * k + s + parts.sequences * q + comm)
-    if not jacobian:
-        return time, None
-    jac = np.zeros((len(time), NP))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for c in range(len(CLASSES)):
-            at = cls == c
-            jac[:, c] = -reps * np.where(at & memory_bound, t_mem / eta_mem, 0.0).sum(axis=1)
-            jac[:, len(CLASSES) + c] = -reps * np.where(at & ~memory_bound, t_cmp / eta_cmp, 0.0).sum(axis=1)
-        jac[:, P["eta_comm"]] = -reps * np.where(parts.comm_in_s > 0, parts.comm_in_s / e_in**2, 0.0)
-        jac[:, P["eta_comm_out"]] = -reps * np.where(parts.comm_out_s > 0, parts.comm_out_s / e_out**2, 0.0)
-    jac[:, P["overhead_kernel_s"]] = reps * parts.kernels
-    jac[:, P["overhead_step_s"]] = reps
-    jac[:, P["overhead_sequence_s"]] = reps * parts.sequences
-    return time, jac
 
 
 # -- a fit: the hierarchy's shifts and the held-out error of each cell ------------------------------------------
@@ -251,27 +191,38 @@ def level_keys(vendor: str, family: str, gpu: str, framework: str, weights: str,
     }
 
 
+#: What a band is the error of: a rate or time per output token (decode and serving throughput, TPOT), or a time to first
+#: token / prefill rate.
+BAND_KINDS: tuple[str, ...] = ("tokens", "ttft")
+
+
 @dataclass(frozen=True)
 class Band:
     """The held-out error of predictions in one cell: mean |prediction - measured| / measured over n measurements."""
 
     mape: float
     n: int
-    basis: str  # which measurements: "37 held-out measurements of vLLM on NVIDIA Hopper"
+    basis: str  # which measurements: "37 held-out measurements of vLLM on Hopper"
     widened: bool = False  # no held-out evidence in the cell: the error of a wider group, widened
+
+
+#: A cell with fewer held-out measurements than this borrows the band of a wider group, widened by WIDEN.
+MIN_BAND_ROWS = 3
+WIDEN = 1.5
 
 
 @dataclass(frozen=True)
 class Predictor:
     """A fitted predicted model: the global theta, each level's shifts by key, and the held-out errors (bands).
 
-    `bands` maps (family, framework) and (family, "*"), ("*", framework), ("*", "*") to the held-out error of that
-    group (core.evidence.predictor measures them leaving one publisher's campaign out at a time).
+    `bands` maps (family, framework, kind) to the held-out error of predictions of that kind (BAND_KINDS) there;
+    "*" stands for every family or every framework (core.evidence.predictor measures them leaving one publisher's
+    campaign out at a time).
     """
 
     theta: tuple[float, ...]
     shifts: Mapping[str, Mapping[str, tuple[float, ...]]]
-    bands: Mapping[tuple[str, str], Band] = field(default_factory=dict)
+    bands: Mapping[tuple[str, str, str], Band] = field(default_factory=dict)
     frameworks: Mapping[str, int] = field(default_factory=dict)  # framework -> measurements it was fitted on
     note: str = ""
 
@@ -289,16 +240,18 @@ class Predictor:
         """The parameters (own units) for each row of level keys."""
         return parameters(self.theta_of(keys))
 
-    def band(self, family: str, framework: str) -> Band:
-        """The held-out error for predictions on this family with this framework: the cell's own where it has held-out
-        measurements, else the framework's, the family's or everyone's, widened by half (and said so)."""
-        own = self.bands.get((family, framework))
-        if own is not None and own.n >= 3:
+    def band(self, family: str, framework: str, kind: str = "tokens") -> Band:
+        """The held-out error for predictions of `kind` on this family with this framework: the cell's own where it has
+        MIN_BAND_ROWS held-out measurements, else the framework's, the family's or everyone's, widened (and said so)."""
+        own = self.bands.get((family, framework, kind))
+        if own is not None and own.n >= MIN_BAND_ROWS:
             return own
-        for key in ((("*", framework)), ((family, "*")), (("*", "*"))):
+        for key in ((("*", framework, kind)), ((family, "*", kind)), (("*", "*", kind))):
             wider = self.bands.get(key)
-            if wider is not None and wider.n >= 3:
-                return Band(wider.mape * 1.5, wider.n, f"no held-out measurement of {framework} on {family}: {wider.basis}, x 1.5", True)
+            if wider is not None and wider.n >= MIN_BAND_ROWS:
+                return Band(
+                    wider.mape * WIDEN, wider.n, f"no held-out measurement of {framework} on {family}: {wider.basis}, x {WIDEN:g}", True
+                )
         return Band(float("nan"), 0, "no held-out measurements", True)
 
     def to_json(self) -> dict[str, Any]:
@@ -308,7 +261,8 @@ class Predictor:
             "theta": [round(x, 6) for x in self.theta],
             "shifts": {lv: {k: [round(x, 6) for x in v] for k, v in sorted(m.items())} for lv, m in self.shifts.items()},
             "bands": [
-                {"family": f, "framework": w, "mape": round(b.mape, 6), "n": b.n, "basis": b.basis} for (f, w), b in sorted(self.bands.items())
+                {"family": f, "framework": w, "kind": k, "mape": round(b.mape, 6), "n": b.n, "basis": b.basis}
+                for (f, w, k), b in sorted(self.bands.items())
             ],
             "frameworks": dict(sorted(self.frameworks.items())),
             "note": self.note,
@@ -320,7 +274,9 @@ class Predictor:
         if tuple(data.get("params", ())) != NAMES:
             raise ValueError("the fit's parameters are not this version's (core.model.predicted.PARAMS): refit it")
         shifts = {lv: {k: tuple(float(x) for x in v) for k, v in m.items()} for lv, m in data.get("shifts", {}).items()}
-        bands = {(b["family"], b["framework"]): Band(float(b["mape"]), int(b["n"]), str(b["basis"])) for b in data.get("bands", [])}
+        bands = {
+            (b["family"], b["framework"], b["kind"]): Band(float(b["mape"]), int(b["n"]), str(b["basis"])) for b in data.get("bands", [])
+        }
         return cls(tuple(float(x) for x in data["theta"]), shifts, bands, dict(data.get("frameworks", {})), str(data.get("note", "")))
 
     def dumps(self) -> str:

@@ -93,6 +93,23 @@ class Ceiling:
         "USD", "per million input tokens: price per GPU-hour x GPUs / prompt tokens per hour of prefill x 1e6"
     )
     tokens_per_s_per_watt: float | None = _figure("tokens/s/W", "tokens_per_s_total / (GPUs x board power)")
+    # the prediction: what the scenario's framework reaches (core.model.predicted), None without a fit
+    predicted_step_time_s: float | None = _figure("s", "predicted decode step at the framework's fitted efficiencies and overheads")
+    predicted_tokens_per_s_per_user: float | None = _figure("tokens/s", "predicted output tokens per second each sequence sees")
+    predicted_tokens_per_s_total: float | None = _figure("tokens/s", "predicted output tokens per second of the whole batch")
+    predicted_tpot_s: float | None = _figure("s", "predicted time per output token (decode cycle / tokens per cycle)")
+    predicted_ttft_s: float | None = _figure(
+        "s",
+        "predicted median time to first token when the batch's prompts arrive together: half the wave's chunked prefill "
+        "before its own, plus the request overhead",
+    )
+    predicted_prefill_tokens_per_s: float | None = _figure("tokens/s", "predicted prompt tokens per second of the wave's prefill")
+    predicted_usd_per_million_tokens: float | None = _figure("USD", "per million output tokens at the predicted throughput")
+    predicted_error: float | None = _figure(
+        "", "held-out error of predictions like these (mean |predicted - measured| / measured, one publisher's campaign held out)"
+    )
+    predicted_ttft_error: float | None = _figure("", "the same for times to first token and prefill rates")
+    predicted_basis: str | None = _figure("", "what the held-out error rests on, in words")
     flags: list[str] = _figure("", "what the figures rest on that a reader should know")
 
     def __getitem__(self, name: str) -> Any:

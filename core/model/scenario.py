@@ -18,10 +18,11 @@ from typing import Annotated, Any
 
 import annotated_types
 import polars as pl
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
 from core.catalogue.specs import PrecisionFields, value_type
+from core.model.predicted import FRAMEWORKS
 
 
 @dataclass(frozen=True)
@@ -173,6 +174,14 @@ class Scenario(PrecisionFields):
             step=0.1,
         ),
     ] = 0.0
+    framework: Annotated[
+        str,
+        Param(
+            "Framework",
+            "Serving engine the prediction is for: its efficiencies and overheads are fitted on published measurements of it "
+            f"({', '.join(FRAMEWORKS)}); the ceiling does not depend on it.",
+        ),
+    ] = "vLLM"
     flash_attention: Annotated[
         bool,
         Param("Fused attention", "Flash attention: no score matrix in HBM; off writes it (unfused).", flag="--unfused-attention"),
@@ -182,6 +191,13 @@ class Scenario(PrecisionFields):
     def uses_speculation(self) -> bool:
         """True when the scenario decodes speculatively (a draft length and a draft model)."""
         return self.spec_draft_len > 0 and self.spec_draft_model is not None
+
+    @field_validator("framework")
+    @classmethod
+    def _known_framework(cls, value: str) -> str:
+        if value not in FRAMEWORKS:
+            raise ValueError(f"unknown framework {value!r}; known: {', '.join(FRAMEWORKS)}")
+        return value
 
     def at(self, **changes: Any) -> Scenario:
         """The same scenario with some fields changed, validated."""

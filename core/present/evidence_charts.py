@@ -12,21 +12,21 @@ from core.evidence.reference import unit_of
 from core.present.charts import positive
 
 FAMILY_COLOURS = alt.Scale(
-    domain=["NVIDIA datacenter", "NVIDIA GeForce/RTX", "NVIDIA desktop/edge", "AMD Instinct", "Intel Gaudi", "Google TPU", "Apple", "AWS"],
-    range=["#2f855a", "#68d391", "#0d9488", "#c53030", "#2b6cb0", "#d69e2e", "#718096", "#975a16"],
+    domain=["NVIDIA", "AMD", "Intel", "Google", "Apple", "AWS"],
+    range=["#2f855a", "#c53030", "#2b6cb0", "#d69e2e", "#718096", "#975a16"],
 )
 STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cross"])
 
 
 def ratio_chart(rows: pl.DataFrame, *, by: str = "framework", title: str = "", width: int = 760) -> alt.LayerChart | alt.FacetChart:
-    """Each published measurement's share of its own ceiling (1 = the ceiling), one row of dots per `by`, coloured by family.
+    """Each published measurement's share of its own ceiling (1 = the ceiling), one row of dots per `by`, coloured by vendor.
 
     A share is measured / ceiling for a rate, ceiling / measured for a time, so
     every dot reads the same way; a dot right of the line is above its ceiling (a finding).
     """
     data = rows.filter(pl.col("ratio").is_finite() & (pl.col("ratio") > 0)).select(
         by,
-        "family",
+        "vendor",
         "id",
         "gpu_name",
         "num_gpus",
@@ -59,7 +59,7 @@ def ratio_chart(rows: pl.DataFrame, *, by: str = "framework", title: str = "", w
             y=alt.Y(f"{by}:N", title=by.capitalize(), axis=alt.Axis(labelLimit=260)),
             yOffset=alt.YOffset("jitter:Q", scale=alt.Scale(domain=[-0.2, 1.2])),
             color=alt.Color(
-                "family:N", title="Accelerator family", scale=FAMILY_COLOURS, legend=alt.Legend(orient="bottom", columns=4, labelLimit=200)
+                "vendor:N", title="Vendor", scale=FAMILY_COLOURS, legend=alt.Legend(orient="bottom", columns=4, labelLimit=200)
             ),
             shape=alt.Shape("status:N", title="Status", scale=STATUS_SHAPES, legend=alt.Legend(orient="bottom")),
             href="source_url:N",
@@ -88,14 +88,14 @@ def ratio_chart(rows: pl.DataFrame, *, by: str = "framework", title: str = "", w
 def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width: int = 520) -> alt.LayerChart | alt.FacetChart:
     """Predicted against measured for one metric on log axes, with the y = x line.
 
-    Filled dots: the calibrated prediction (held out: fitted on the other sources);
+    Filled dots: the predicted model (held out: fitted on the other publishers' campaigns);
     hollow: the datasheet ceiling. Points on the line are predicted exactly.
     """
     unit = unit_of(metric)
     sub = rows.filter(pl.col("metric") == metric)
     if unit == "s":  # times read in milliseconds ("10 ms", not "10m")
         unit = "ms"
-        sub = sub.with_columns((pl.col(c) * 1e3).alias(c) for c in ("measured", "calibrated_prediction", "ceiling"))
+        sub = sub.with_columns((pl.col(c) * 1e3).alias(c) for c in ("measured", "predicted", "ceiling"))
     long = pl.concat(
         [
             sub.select(
@@ -104,8 +104,8 @@ def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width:
                 "gpu_name",
                 "framework",
                 "measured",
-                pl.col("calibrated_prediction").alias("predicted"),
-                pl.lit("calibrated (held out)").alias("kind"),
+                pl.col("predicted"),
+                pl.lit("predicted (held out)").alias("kind"),
             ),
             sub.select(
                 "id",
@@ -133,12 +133,12 @@ def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width:
             color=alt.Color(
                 "kind:N",
                 title="Prediction",
-                scale=alt.Scale(domain=["calibrated (held out)", "datasheet ceiling"], range=["#2b6cb0", "#a0aec0"]),
+                scale=alt.Scale(domain=["predicted (held out)", "datasheet ceiling"], range=["#2b6cb0", "#a0aec0"]),
                 legend=alt.Legend(orient="bottom"),
             ),
             fill=alt.Fill(
                 "kind:N",
-                scale=alt.Scale(domain=["calibrated (held out)", "datasheet ceiling"], range=["#2b6cb0", "transparent"]),
+                scale=alt.Scale(domain=["predicted (held out)", "datasheet ceiling"], range=["#2b6cb0", "transparent"]),
                 legend=None,
             ),
             tooltip=[

@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.reference import METRICS
-from core.evidence.scorecard import MIN_FIT_POINTS, MIN_FIT_R2, scorecard
+from core.evidence.scorecard import scorecard
 from core.present.evidence import headline_sentence, options, reference_display, reference_view, scorecard_tables
 from core.present.evidence_charts import prediction_chart, ratio_chart
 from core.present.exports import published_line
@@ -131,11 +131,12 @@ def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
     card = scorecard(cat)
     st.markdown(headline_sentence(card))
     st.caption(
-        "Held out by source: the rows of one source are predicted by a calibration fitted on every other source, so a source never "
-        "predicts itself. The calibration is the app's own (bandwidth and compute efficiencies and a per-step overhead), fitted per "
-        f"accelerator and framework, else per framework, else per accelerator, wherever the other sources give a fit of at least "
-        f"{MIN_FIT_POINTS} points and R² ≥ {MIN_FIT_R2}; otherwise the ceiling times the median share of ceiling of the most specific "
-        "group with rows from other sources. MAPE = mean |predicted - measured| / measured. Each row's basis is in the CSV below."
+        "Held out by publisher: the rows of one campaign (one article, one MLPerf submission, one performance page, whatever "
+        "its URLs) are predicted by the predicted model fitted on every other campaign's rows under their ceilings, so no "
+        "campaign predicts itself; the last two columns hold out the accelerator or the model instead. The model times every "
+        "operation at efficiencies fitted per operation class, accelerator family, framework, weight format and model, with "
+        "per-kernel, per-step, per-sequence and per-request overheads (README: How the numbers are computed). "
+        "MAPE = mean |predicted - measured| / measured. Each row's held-out predictions are in the CSV below."
     )
     per_metric, groups = scorecard_tables(card)
     data_table(
@@ -151,7 +152,7 @@ def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
             "scorecard by group",
             key="ms_sc_groups",
             download=False,
-            column_config={c: st.column_config.NumberColumn(format="%,.0f") for c in groups.columns[4:]},
+            column_config={c: st.column_config.NumberColumn(format="%,.0f") for c in groups.columns[3:]},
         )
     metrics = [m for m in METRICS if m in set(card.rows["metric"].to_list())]
     keep_options("ms_sc_metric", metrics)
@@ -170,15 +171,24 @@ def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
         chart_exports(
             chart,
             f"scorecard-{metric}",
-            line=f"Accuracy scorecard, {METRIC_LABELS[metric]}: every published measurement, held out by source",
+            line=f"Accuracy scorecard, {METRIC_LABELS[metric]}: every published measurement, held out by campaign",
         )
         charts = (chart,)
     sentence = headline_sentence(card).replace("**", "")
-    scored = Section("Accuracy scorecard", text=sentence, table=per_metric, charts=charts, line="Accuracy scorecard: held out by source")
+    scored = Section("Accuracy scorecard", text=sentence, table=per_metric, charts=charts, line="Accuracy scorecard: held out by campaign")
     report_of_page("Measured vs predicted: published measurements", None, [shown, scored])
     table_download(
         card.rows.select(
-            "id", "metric", "measured", "ceiling", "ratio", "calibrated_prediction", "abs_pct_error", "held_out_fold", "basis"
+            "id",
+            "campaign",
+            "metric",
+            "measured",
+            "ceiling",
+            "ratio",
+            "predicted",
+            "abs_pct_error",
+            "predicted_gpu_out",
+            "predicted_model_out",
         ),
         "scorecard rows",
         key="ms_sc_csv",
