@@ -146,6 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ops", action="store_true", help="add the per-operation table of the decode step")
     c.set_defaults(func=cmd_ceiling)
 
+    pd = sub.add_parser("predict", parents=[common], help="what the scenario's framework reaches (the predicted model), beside the ceiling")
+    add_cli_arguments(pd)
+    pd.set_defaults(func=cmd_predict)
+
     rp = sub.add_parser("report", parents=[common], help="write a self-contained HTML report of one scenario")
     add_cli_arguments(rp)
     rp.add_argument("--out", required=True, help="output file, .html")
@@ -285,7 +289,9 @@ def _workload(args: argparse.Namespace) -> Scenario:
 
 
 def _catalogue(args: argparse.Namespace) -> Catalogue:
-    return load_catalogue(get_store(args.db))
+    from core.evidence.predictor import with_predictor
+
+    return with_predictor(load_catalogue(get_store(args.db)))
 
 
 def cmd_gpus(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -361,6 +367,44 @@ def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
     if args.ops:
         out["ops"] = operation_table(cat, scenario, communication=True).to_dicts()
     return out
+
+
+def cmd_predict(args: argparse.Namespace) -> dict[str, Any]:
+    cat = _catalogue(args)
+    scenario = from_cli(args)
+    r = ceiling(cat, scenario)
+    pairs = {
+        "tokens_per_s_total": "predicted_tokens_per_s_total",
+        "tokens_per_s_per_user": "predicted_tokens_per_s_per_user",
+        "time_per_output_token_s": "predicted_tpot_s",
+        "ttft_s": "predicted_ttft_s",
+        "prefill_tokens_per_s": "predicted_prefill_tokens_per_s",
+        "usd_per_million_tokens": "predicted_usd_per_million_tokens",
+    }
+    return {
+        "scenario": r.scenario.model_dump(),
+        "framework": scenario.framework,
+        "predicted": {name: getattr(r, pred) for name, pred in pairs.items()},
+        "ceiling": {name: getattr(r, name) for name in pairs},
+        "share_of_ceiling": {name: _share(getattr(r, pred), getattr(r, name), name) for name, pred in pairs.items()},
+        "held_out_error": {"tokens": r.predicted_error, "ttft": r.predicted_ttft_error, "basis": r.predicted_basis},
+        "fits": r.fits,
+        "flags": r.flags,
+        "method": (
+            "the ceiling's operations at the framework's fitted efficiencies per operation class, plus per-kernel, per-step, "
+            "per-sequence and per-request overheads (core.model.predicted); ttft: the median first token when the batch's prompts "
+            "arrive together, chunked at the framework's prefill budget; held_out_error: mean |predicted - measured| / measured of "
+            "published measurements like these, one publisher's campaign held out at a time"
+        ),
+    }
+
+
+def _share(predicted: float | None, bound: float | None, name: str) -> float | None:
+    """The share of the ceiling a predicted figure reaches: predicted / ceiling for a rate, ceiling / predicted for a time
+    or a price (lower is better)."""
+    if not predicted or not bound:
+        return None
+    return bound / predicted if name.endswith("_s") or name.startswith("usd") else predicted / bound
 
 
 def cmd_report(args: argparse.Namespace) -> dict[str, Any]:

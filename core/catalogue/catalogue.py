@@ -126,6 +126,9 @@ class Catalogue:
     unreadable: tuple[str, ...] = ()
     #: every published reference measurement (core.catalogue.reference; read-only, rebuilt with the seed)
     reference: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REFERENCE_SCHEMA))
+    #: the fitted predicted model every evaluation predicts with (a core.model.predicted.Predictor; None: ceilings only).
+    #: core.evidence.predictor.with_predictor sets it: the shipped fit, or a user's refit on top of it.
+    predictor: Any = None
 
     def price(self, gpu_id: str, kind: str = "rent", *, override: float | None = None, today: dt.date | None = None) -> PriceUsed:
         """The price a figure uses for an accelerator: `override` when > 0, else the median published one (core.catalogue.prices)."""

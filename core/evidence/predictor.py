@@ -153,7 +153,9 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
     s = ScenarioArrays.of(cat, scen)
     st = scenario_steps(cat, s)
     peak = np.where(st.compute_used >= 0, hw.peaks[s.gpu, np.maximum(st.compute_used, 0)], np.nan)
-    chunk = rows["framework"].replace_strict(pm.PREFILL_CHUNK, default=np.inf, return_dtype=pl.Float64).to_numpy()
+    chunk = np.array(
+        [pm.prefill_chunk(f, hw.memory_bytes[g], hw.names[g]) for f, g in zip(rows["framework"].to_list(), s.gpu.tolist(), strict=True)]
+    )
     reps = np.maximum(np.ceil(batch * prompt / chunk), 1.0)
     d = st.decode
     wave = Steps(
@@ -475,7 +477,7 @@ def seed_hash(cat: Catalogue) -> str:
     h.update(cat.reference.sort("id").write_csv().encode())
     h.update(cat.gpus.drop("custom", strict=False).sort("id").write_csv().encode())
     h.update(cat.models.select("id", "total_params").sort("id").write_csv().encode())
-    h.update(json.dumps([pm.NAMES, {k: list(v) for k, v in pm.LEVELS.items()}, PRIOR_SD, pm.PREFILL_CHUNK]).encode())
+    h.update(json.dumps([pm.NAMES, {k: list(v) for k, v in pm.LEVELS.items()}, PRIOR_SD]).encode())
     return h.hexdigest()[:16]
 
 
@@ -582,6 +584,14 @@ def shipped(cat: Catalogue) -> Shipped:
 
 
 _CACHE: dict[str, Shipped] = {}
+
+
+def with_predictor(cat: Catalogue, predictor: Predictor | None = None, *, tag: str = "") -> Catalogue:
+    """The catalogue whose evaluations predict with `predictor` (default: the shipped fit); `tag` names a refit in the
+    catalogue's key, so caches keyed on it tell the two apart."""
+    chosen = predictor if predictor is not None else shipped(cat).predictor
+    key = cat.key if not tag else f"{cat.key}#{tag}"
+    return dataclasses.replace(cat, predictor=chosen, key=key)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -304,14 +304,15 @@ def evaluate(
     *,
     predictor: pm.Predictor | None = None,
 ) -> pl.DataFrame:
-    """One row per scenario, in order: the columns of RESULT_SCHEMA (or those asked for); with a `predictor`, the
-    predicted figures of each scenario's framework too (else they are empty)."""
+    """One row per scenario, in order: the columns of RESULT_SCHEMA (or those asked for); with a `predictor` (default:
+    the catalogue's), the predicted figures of each scenario's framework too (else they are empty)."""
     s = ScenarioArrays.of(cat, scenarios)
     names = list(columns) if columns else list(RESULT_SCHEMA)
     schema = {n: RESULT_SCHEMA[n] for n in names}
     if s.size == 0:
         return pl.DataFrame(schema=schema)
-    out = _columns(cat, s, predictor if predictor is not None and any(n in PREDICTED for n in names) else None)
+    fit = predictor if predictor is not None else cat.predictor
+    out = _columns(cat, s, fit if fit is not None and any(n in PREDICTED for n in names) else None)
     if s.size > _FEW:
         return pl.DataFrame({n: out[n] for n in names}, schema=schema, nan_to_null=True)
     # a few rows are quicker to hand over row by row (a frame's fixed cost is per column)
@@ -339,9 +340,9 @@ def _cells(values: Any, dtype: Any) -> list[Any]:
 
 
 def ceiling(cat: Catalogue, scenario: Scenario, *, predictor: pm.Predictor | None = None) -> Ceiling:
-    """The ceilings of one scenario (and, with a `predictor`, its predicted figures)."""
+    """The ceilings of one scenario (and, with a `predictor`, default the catalogue's, its predicted figures)."""
     s = ScenarioArrays.of(cat, [scenario])
-    out = _columns(cat, s, predictor)
+    out = _columns(cat, s, predictor if predictor is not None else cat.predictor)
     resolved = scenario if scenario.compute is not None else scenario.model_copy(update={"compute": s.values["compute"][0]})
     return Ceiling(scenario=resolved, scenario_id=0, **{n: _first(out[n], RESULT_SCHEMA[n]) for n in FIGURES})
 
@@ -504,6 +505,7 @@ PREDICTED = (
     "predicted_tokens_per_s_total",
     "predicted_tpot_s",
     "predicted_ttft_s",
+    "predicted_burst_ttft_s",
     "predicted_prefill_tokens_per_s",
     "predicted_usd_per_million_tokens",
     "predicted_error",
@@ -549,15 +551,34 @@ def _predicted(
     batch, prompt = s.number("batch"), s.number("prompt")
     p = st.prefill
     wave = Steps(p.model, p.num_gpus, p.weight_bytes, p.kv_bytes, p.act_bytes, batch, prompt, p.cached, p.prefill, p.flash)
-    chunk = np.array([pm.PREFILL_CHUNK.get(f, np.inf) for f in pm.FRAMEWORKS])[s.framework]
+    first, of = distinct_rows({"gpu": s.gpu, "framework": s.framework})
+    chunks = [
+        pm.prefill_chunk(pm.FRAMEWORKS[f], hw.memory_bytes[g], hw.names[g]) for g, f in zip(s.gpu[first], s.framework[first], strict=True)
+    ]
+    chunk = np.array(chunks)[of]
     reps = np.maximum(np.ceil(batch * prompt / chunk), 1.0)
     prefill, _ = achieved_step_times(cat, wave, s.gpu, peak, par, reps=reps)
+    # a request arriving into a running batch: its prompt's chunks, each a step that also carries the other sequences' tokens
+    alone_reps = np.maximum(np.ceil(prompt / chunk), 1.0)
+    shared = Steps(
+        p.model,
+        p.num_gpus,
+        p.weight_bytes,
+        p.kv_bytes,
+        p.act_bytes,
+        np.ones(s.size),
+        prompt + (batch - 1.0) * alone_reps,
+        p.cached,
+        p.prefill,
+        p.flash,
+    )
+    steady, _ = achieved_step_times(cat, shared, s.gpu, peak, par, reps=alone_reps)
+    request = par[:, pm.P["overhead_request_s"]]
     costed = ~np.isnan(peak)
     cycle = decode + s.number("spec_draft_len") * draft * st.speculative
     per_user = np.where(served, tokens_per_step / cycle, np.nan)
     total = per_user * batch
-    ttft = np.where(costed, wl.expected_ttft(batch, prefill, par[:, pm.P["overhead_request_s"]]), np.nan)
-    first, of = distinct_rows({"gpu": s.gpu, "framework": s.framework})
+    burst = np.where(costed, wl.expected_ttft(batch, prefill, request), np.nan)
     bands = [predictor.band(hw.families[g], pm.FRAMEWORKS[f], "tokens") for g, f in zip(s.gpu[first], s.framework[first], strict=True)]
     ttft_bands = [predictor.band(hw.families[g], pm.FRAMEWORKS[f], "ttft") for g, f in zip(s.gpu[first], s.framework[first], strict=True)]
     n = s.number("num_gpus")
@@ -567,7 +588,8 @@ def _predicted(
             "predicted_tokens_per_s_per_user": per_user,
             "predicted_tokens_per_s_total": total,
             "predicted_tpot_s": np.where(served, cycle / tokens_per_step, np.nan),
-            "predicted_ttft_s": ttft,
+            "predicted_ttft_s": np.where(costed, steady + request, np.nan),
+            "predicted_burst_ttft_s": burst,
             "predicted_prefill_tokens_per_s": np.where(costed, batch * prompt / prefill, np.nan),
             "predicted_usd_per_million_tokens": price * n / (total * 3600.0) * 1e6,
             "predicted_error": np.array([b.mape for b in bands])[of],

@@ -66,17 +66,30 @@ FRAMEWORKS: tuple[str, ...] = (
     "MLPerf",
 )
 
-#: Prompt tokens an engine prefills per step by default (its chunked-prefill budget): a longer prefill runs in chunks, each
-#: reading the weights again. Sources: see PREFILL_CHUNK_SOURCES. An engine without chunked prefill prefills a prompt whole.
-PREFILL_CHUNK: dict[str, float] = {
-    "vLLM": 8192.0,
-    "SGLang": 8192.0,
-    "TensorRT-LLM": 8192.0,
-    "llama.cpp": 512.0,
-    "MLX": 2048.0,
-    "MLPerf": 8192.0,
-}
-PREFILL_CHUNK_SOURCES: dict[str, str] = {}
+GIB = float(1 << 30)
+
+
+def prefill_chunk(framework: str, memory_bytes: float, name: str = "") -> float:
+    """Prompt tokens `framework` prefills per step by default on an accelerator with this much memory (its
+    chunked-prefill token budget; inf: the prompt whole). A longer prefill runs in chunks, each reading the weights.
+
+    vLLM `vllm serve` (0.9.0-0.27.1, vllm/engine/arg_utils.py): max_num_batched_tokens 8192 where the device has at
+    least 70 GiB and is not an A100, else 2048. SGLang (0.5.3-0.5.16, python/sglang/srt/server_args.py
+    _handle_gpu_memory_settings): chunked_prefill_size 2048 under 35 GiB, 4096 under 60 GiB, 8192 under 160 GiB,
+    16384 above. TensorRT-LLM (tensorrt_llm/llmapi/llm_args.py, BaseLlmArgs): max_num_tokens 8192. llama.cpp
+    (common/common.h, tools/llama-bench): n_ubatch 512 of n_batch 2048. MLX (mlx_lm/generate.py): prefill_step_size
+    2048. MLPerf rows run TensorRT-LLM's budget. Others (JetStream, Intel Gaudi): the prompt whole.
+    """
+    gib = memory_bytes / GIB
+    if framework == "vLLM":
+        return 8192.0 if gib >= 70 and "a100" not in name.lower() else 2048.0
+    if framework == "SGLang":
+        return 2048.0 if gib < 35 else 4096.0 if gib < 60 else 8192.0 if gib < 160 else 16384.0
+    return PREFILL_CHUNK.get(framework, math.inf)
+
+
+#: The fixed prefill budgets (frameworks whose default does not depend on the device): see `prefill_chunk`.
+PREFILL_CHUNK: dict[str, float] = {"TensorRT-LLM": 8192.0, "MLPerf": 8192.0, "llama.cpp": 512.0, "MLX": 2048.0}
 #: llama.cpp's layer split (several GPUs, no tensor parallelism): a pipeline whose stages run one after another for one
 #: sequence; a prompt's micro-batches (n_ubatch of n_batch tokens) overlap across the stages, at most this many at once.
 LAYER_SPLIT_MICROBATCHES = 4.0

@@ -100,8 +100,13 @@ class Ceiling:
     predicted_tpot_s: float | None = _figure("s", "predicted time per output token (decode cycle / tokens per cycle)")
     predicted_ttft_s: float | None = _figure(
         "s",
-        "predicted median time to first token when the batch's prompts arrive together: half the wave's chunked prefill "
-        "before its own, plus the request overhead",
+        "predicted time to first token of a request arriving into the running batch: its prompt in the framework's chunks, each "
+        "chunk a step that also carries the other sequences' tokens, plus the request overhead",
+    )
+    predicted_burst_ttft_s: float | None = _figure(
+        "s",
+        "predicted median time to first token when the batch's prompts arrive together (a benchmark's closed loop at this "
+        "concurrency): half the wave's chunked prefill before its own, plus the request overhead",
     )
     predicted_prefill_tokens_per_s: float | None = _figure("tokens/s", "predicted prompt tokens per second of the wave's prefill")
     predicted_usd_per_million_tokens: float | None = _figure("USD", "per million output tokens at the predicted throughput")

@@ -91,6 +91,11 @@ COMPARISON_COLUMNS = (
     "bandwidth_bytes_per_s",
     "memory_required_bytes",
     "capacity_bytes",
+    "basis",
+    "ceiling_tokens_per_s_total",
+    "ceiling_time_per_output_token_s",
+    "ceiling_ttft_s",
+    "predicted_error",
 )
 _STRINGS = {
     "gpu",
@@ -104,6 +109,7 @@ _STRINGS = {
     "price_sources",
     "compute_used",
     "bound",
+    "basis",
 }
 _INTS = {"num_gpus", "batch", "replicas", "gpus_needed", "scaleup_domain"}
 
@@ -226,13 +232,43 @@ def evaluate_configurations(
     )
     # the comparison's columns the engine gives (its price columns come from `pricing`), and what the search needs
     columns = [c for c in COMPARISON_COLUMNS if c in RESULT_SCHEMA and c != "usd_per_gpu_hour"] + ["fits", "prefill_tokens_per_s"]
+    predicting = cat.predictor is not None
+    if predicting:
+        columns += [f"predicted_{c}" for c in _PREDICTED_AS.values()] + ["predicted_error"]
     out = evaluate(cat, axes, columns=columns)
+    if predicting:  # the search runs on what the framework is expected to reach; the ceiling stays beside it as the bound
+        out = out.with_columns(
+            *(pl.col(c).alias(f"ceiling_{c}") for c in ("tokens_per_s_total", "time_per_output_token_s", "ttft_s")),
+            *(pl.col(f"predicted_{p}").alias(c) for c, p in _PREDICTED_AS.items()),
+            # the same price over the tokens the prefill is expected to process
+            (pl.col("usd_per_million_input_tokens") * pl.col("prefill_tokens_per_s") / pl.col("predicted_prefill_tokens_per_s")).alias(
+                "usd_per_million_input_tokens"
+            ),
+            pl.lit("predicted").alias("basis"),
+        )
+    else:
+        out = out.with_columns(
+            *(pl.col(c).alias(f"ceiling_{c}") for c in ("tokens_per_s_total", "time_per_output_token_s", "ttft_s")),
+            pl.lit("ceiling").alias("basis"),
+            pl.lit(None, dtype=pl.Float64).alias("predicted_error"),
+        )
     priced = pl.col("gpu").is_in(list(served))
     return out.with_columns(
         (pl.col("tokens_per_s_total") / pl.col("num_gpus")).alias("tokens_per_s_per_gpu"),
         # no price of this kind: no $ (the engine would otherwise fall back to the published rent)
         *(pl.when(priced).then(pl.col(c)).alias(c) for c in ("usd_per_million_tokens", "usd_per_million_input_tokens")),
     )
+
+
+#: The comparison's figures and the predicted ones the search uses in their place (core.model.result).
+_PREDICTED_AS = {
+    "tokens_per_s_per_user": "tokens_per_s_per_user",
+    "tokens_per_s_total": "tokens_per_s_total",
+    "time_per_output_token_s": "tpot_s",
+    "ttft_s": "ttft_s",
+    "prefill_tokens_per_s": "prefill_tokens_per_s",
+    "usd_per_million_tokens": "usd_per_million_tokens",
+}
 
 
 def _meets(max_tpot_s: float | None, max_ttft_s: float | None) -> pl.Expr:

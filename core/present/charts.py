@@ -55,8 +55,8 @@ def export_chart(chart: alt.TopLevelMixin | dict[str, Any], fmt: str, *, scale: 
 
 
 POINT_SHAPES = alt.Scale(
-    domain=["decode matmul", "decode attention", "decode step", "prefill matmul", "prefill step"],
-    range=["circle", "triangle-up", "diamond", "square", "cross"],
+    domain=["decode matmul", "decode attention", "decode step", "prefill matmul", "prefill step", "decode step, expected"],
+    range=["circle", "triangle-up", "diamond", "square", "cross", "triangle-down"],
 )
 
 
@@ -79,7 +79,7 @@ def log_axis(title: str, *, prefixed: bool = False, decades: bool = True, **opti
 
 
 #: The roofline's point labels (the points the shape legend does not name alone) and its marks' sizes (area, px²).
-LABELLED_POINTS = ("decode matmul", "decode attention", "prefill matmul")
+LABELLED_POINTS = ("decode matmul", "decode attention", "prefill matmul", "decode step, expected")
 POINT_SIZE, RIDGE_SIZE, PATH_SIZE, PRODUCT_SIZE = 180, 60, 36, 70
 LABEL_FONT, RIDGE_FONT = 11.0, 12.0
 #: How far (px) a ridge's or a path end's label may sit from its dot; a point's may go farther, with a leader line.

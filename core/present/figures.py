@@ -137,6 +137,7 @@ def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool =
         result, points = view.ladder[sc.batch], view.paths.filter(pl.col("batch") == sc.batch)
     else:
         result, points = ceiling(cat, sc), operating_points(cat, sc)
+    points = with_expected(points, result)
     width, height = ROOFLINE_SIZES[big]
     # the title holds no batch (it is in the plot's corner, from the data): the spec stays the same from batch to batch
     chart = roofline_spec(
@@ -151,6 +152,27 @@ def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool =
     )
     table = operations_display(operation_table(cat, sc, communication=True)) if operations else None
     return RooflineAt(result, points, chart, plain_reading(points, result), table)
+
+
+#: The roofline's point for the predicted decode step (core.present.charts.POINT_SHAPES draws it as a star).
+EXPECTED_POINT = "decode step, expected"
+
+
+def with_expected(points: pl.DataFrame, result: Ceiling) -> pl.DataFrame:
+    """The operating points with the decode step as the scenario's framework is expected to run it: the same intensity,
+    at the FLOP/s per GPU the predicted step time gives (under its roof; no prediction: no point)."""
+    step = points.filter(pl.col("point") == "decode step")
+    t = result.predicted_step_time_s
+    if not step.height or t is None or not t > 0:
+        return points
+    reached = pl.col("flops") / result.scenario.num_gpus / t
+    expected = step.with_columns(
+        pl.lit(EXPECTED_POINT).alias("point"),
+        reached.alias("attainable_flops"),
+        (reached / pl.col("attainable_flops") * pl.col("share_of_peak")).alias("share_of_peak"),
+        pl.lit(t).alias("time_s"),
+    )
+    return pl.concat([points, expected.select(points.columns)])
 
 
 # -- ridge points ------------------------------------------------------------------

@@ -10,7 +10,8 @@ from core.model.ceilings import ceiling
 from core.model.result import Ceiling
 from core.model.scenario import Scenario
 from core.plan.planning import ridge_batch
-from core.present.text import plural
+from core.present.predicted import band_text
+from core.present.text import duration, plural
 
 
 def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
@@ -48,6 +49,13 @@ def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
         )
     if pre is not None:
         lines.append(f"Prefill runs at {pre['intensity']:,.0f} FLOP/byte, **{pre['bound']}-bound**.")
+    expected = by_point.get("decode step, expected")
+    if expected is not None and result.predicted_step_time_s:
+        lines.append(
+            f"With {result.scenario.framework} the decode step is expected to take {duration(result.predicted_step_time_s)} "
+            f"against the roofline's {duration(result.step_time_s)} (the lower triangle: {expected['share_of_peak']:.1%} of peak "
+            f"compute; {band_text(result.predicted_error)} held-out error)."
+        )
     if result.flags:
         lines.append("Note: " + "; ".join(result.flags) + ".")
     return " ".join(lines)
@@ -93,6 +101,11 @@ def comparison_reading(table: pl.DataFrame) -> str:
     if ok.height < 2:
         return ""
     parts = []
+    if "basis" in ok.columns and ok["basis"][0] == "predicted":
+        parts.append(
+            "Searched on what the framework is expected to reach (the predicted model, its held-out error in the table), "
+            "with the ceiling beside it as the bound."
+        )
     priced = ok.filter(pl.col("usd_per_million_tokens").is_not_null()).sort("usd_per_million_tokens")
     if priced.height >= 2:
         lo, hi = priced.row(0, named=True), priced.row(-1, named=True)

@@ -131,7 +131,8 @@ def what_if_display(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def comparison_display(table: pl.DataFrame) -> pl.DataFrame:
-    """The comparison in reading units (units in the column names); the price's basis and date beside every $ figure.
+    """The comparison in reading units (units in the column names); the price's basis and date beside every $ figure;
+    the figures the search ran on (predicted, or the ceiling's) with the ceiling's throughput beside them as the bound.
 
     The figures a choice rests on (speed per user and per GPU, $ per million tokens, the latencies)
     come right after the configuration, so they are in view at 1280 px; the rest follow.
@@ -147,6 +148,9 @@ def comparison_display(table: pl.DataFrame) -> pl.DataFrame:
         (pl.col("time_per_output_token_s") * 1e3).alias("time per output token (ms)"),
         (pl.col("ttft_s") * 1e3).alias("time to first token (ms)"),
         pl.col("tokens_per_s_total").alias("tokens/s total"),
+        pl.col("ceiling_tokens_per_s_total").alias("ceiling tokens/s total"),
+        (pl.col("predicted_error") * 100).alias("held-out error (%)"),
+        pl.col("basis").alias("figures are"),
         pl.col("binds").alias("what binds"),
         pl.col("usd_per_million_input_tokens").alias("$ per million input tokens"),
         pl.col("usd_per_gpu_hour").alias("$ per GPU-hour"),

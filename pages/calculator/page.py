@@ -15,7 +15,7 @@ from core.present.text import duration, escape_markdown, si
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
 from pages.shared.sidebar import report_of_page
-from pages.shared.ui import chart_exports, data_table, evidence_panel, keep_options, show_chart
+from pages.shared.ui import chart_exports, data_table, evidence_panel, expected_metrics, keep_options, show_chart
 from pages.shared.widgets import calibrated_inputs, scenario_input
 
 
@@ -66,6 +66,7 @@ m[2].metric(
 m[3].metric("Time to first token", duration(r.ttft_s), help="Prefill of one prompt on these GPUs.")
 m[4].metric("Bound by", r.bound, help=f"Whole-step intensity {r.intensity:.1f} FLOP/byte against a ridge of {r.ridge or 0:.0f} FLOP/byte.")
 m[5].metric("Fits in memory", "yes" if r.fits else "no", help="Weights + KV cache within the GPUs' memory less the reserve.")
+expected_metrics(r, where)
 used = cat.price(sc.gpu, "rent", override=sc.usd_per_gpu_hour)
 if r.usd_per_million_tokens is not None:
     st.markdown(

@@ -14,7 +14,7 @@ from core.present.text import duration, escape_markdown, si
 from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
 from pages.shared.params import presenting, scenario
 from pages.shared.sidebar import report_of_page
-from pages.shared.ui import chart_exports, evidence_panel, show_chart
+from pages.shared.ui import chart_exports, evidence_panel, expected_metrics, show_chart
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
@@ -43,6 +43,7 @@ c1.metric(
 c2.metric("Tokens/s total", si(r.tokens_per_s_total) if r.fits else "—", help="Batch / decode step time.")
 c3.metric("Time to first token", duration(r.ttft_s), help="Prefill of one prompt on these GPUs.")
 c4.metric("Decode is bound by", r.bound, help=f"Whole-step intensity {r.intensity:.1f} FLOP/byte against a ridge of {r.ridge or 0:.0f}.")
+expected_metrics(r)
 roof = small_roofline(cat, sc)
 chart_box, facts = (st.container(), st.container()) if presenting() else st.columns([3, 2], gap="large")
 show_chart(roof.chart, chart_box, width="stretch")

@@ -13,7 +13,8 @@ from core.evidence.probes import made_from_probe, measured_line
 from core.model.roofline import SWEEP_BATCHES
 from core.model.scenario import Scenario
 from core.present.figures import RooflineAt, roofline_at
-from core.present.text import escape_markdown, plural
+from core.present.predicted import expected_tokens
+from core.present.text import escape_markdown, plural, si
 from pages.roofline.terms import explain_terms
 from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
 from pages.shared.params import labels, presenting, scenario
@@ -144,7 +145,10 @@ def draw(shown: RooflineAt, batch: int, head: Any) -> None:
     )
     show_chart(shown.chart, width="stretch")
     matmul = shown.points.filter(pl.col("point") == "decode matmul")["intensity"][0]
-    st.markdown(f"**Batch {batch:,}** · decode matmul at {matmul:.1f} FLOP/byte")
+    r = shown.result
+    expected = f" · {expected_tokens(r)}" if r.predicted_tokens_per_s_total else ""
+    bound = f"ceiling {si(r.tokens_per_s_total)} tokens/s" if r.tokens_per_s_total else "does not fit in memory"
+    st.markdown(f"**Batch {batch:,}** · decode matmul at {matmul:.1f} FLOP/byte · {bound}{expected}")
 
 
 # this runs on a whole-page run only (a frame of Play reruns the fragment alone): another control changed, Play ends

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue, load_catalogue
+from core.evidence.predictor import with_predictor
 from core.model.scenario import Scenario
 from core.present.figures import RooflineView, roofline_view
 from core.store import SessionStore, Store, get_store
@@ -43,8 +44,21 @@ def catalogue(*, datasheet: bool = False) -> Catalogue:
     roofline and the catalogue page ask for the `datasheet` one, since they
     show both.
     """
-    cat = load_catalogue(store())
+    cat = _predicting(load_catalogue(store()))
     return cat.measured() if st.session_state.get("measured") and not datasheet else cat
+
+
+def _predicting(cat: Catalogue) -> Catalogue:
+    """The catalogue with the predicted model every page shows beside the ceiling: the shipped fit (kept per catalogue)."""
+    held = _PREDICTING.get(cat.key)
+    if held is None:
+        held = with_predictor(cat)
+        _PREDICTING.clear()
+        _PREDICTING[cat.key] = held
+    return held
+
+
+_PREDICTING: dict[str, Catalogue] = {}
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)

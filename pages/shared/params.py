@@ -63,6 +63,7 @@ LINKS: tuple[Link, ...] = (
     Link("batch", (EVERY,)),
     Link("context", (EVERY,)),
     Link("prompt", (EVERY,)),
+    Link("framework", (EVERY,)),
     Link("present", (EVERY,), toggle=True),
     Link("measured", (EVERY,), toggle=True),
     Link("rf_compare", ("roofline",), picks="accelerator", many=True, older=("compare",)),

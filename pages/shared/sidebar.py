@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.evidence.probes import measured_line
+from core.model.predicted import FRAMEWORKS
 from core.model.scenario import Scenario
 from core.present.exports import scenario_line
 from core.present.figures import roofline_at, roofline_view
@@ -54,6 +55,7 @@ def scenario_sidebar(cat: Catalogue) -> Any:
             scenario_input("batch")
             scenario_input("context")
             scenario_input("prompt")
+            scenario_input("framework", options=FRAMEWORKS)
         if presenting():
             line.markdown(f"**{_summary(cat)}**")
         _measured_switch(cat)

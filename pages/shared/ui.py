@@ -15,14 +15,48 @@ from core.evidence.reference import evidence_for
 from core.present.charts import export_chart
 from core.present.evidence import evidence_display
 from core.present.exports import scenario_line, scenario_parts, titled
+from core.present.predicted import band_text, expected_ttft, help_text, share_of_ceiling
 from core.present.tables import csv_ready, number_formats, table_width
-from core.present.text import DASH, escape_markdown, plural
+from core.present.text import DASH, duration, escape_markdown, plural, si
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import scenario
 
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "export"
+
+
+def expected_metrics(r: Any, where: Any = st) -> None:
+    """The predicted figures beside the ceiling's: tokens/s per user and total, TPOT and TTFT as the scenario's framework is
+    expected to reach them, each with its held-out error (core.present.predicted)."""
+    where.markdown(
+        f"**Expected with {escape_markdown(r.scenario.framework)}** (the framework is in the sidebar; the figures above are the ceiling)",
+        help=help_text(r),
+    )
+    cols = where.columns(4)
+    help_ = help_text(r)
+    off = {"delta_color": "off", "delta_arrow": "off"}
+    cols[0].metric("Tokens/s per user", si(r.predicted_tokens_per_s_per_user) if r.predicted_tokens_per_s_per_user else DASH, help=help_)
+    cols[1].metric(
+        "Tokens/s total",
+        si(r.predicted_tokens_per_s_total) if r.predicted_tokens_per_s_total else DASH,
+        delta=f"{band_text(r.predicted_error)} held out",
+        help=help_,
+        **off,
+    )
+    cols[2].metric("Time per token", duration(r.predicted_tpot_s) if r.predicted_tpot_s else DASH, delta=_share(r), help=help_, **off)
+    cols[3].metric(
+        "Time to first token",
+        duration(r.predicted_ttft_s),
+        delta=f"{band_text(r.predicted_ttft_error)} held out",
+        help=expected_ttft(r) + ". The ceiling's TTFT is one prompt alone at the datasheet roofs.",
+        **off,
+    )
+
+
+def _share(r: Any) -> str | None:
+    share = share_of_ceiling(r)
+    return f"{share:.0%} of the ceiling" if share else None
 
 
 def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) -> None:

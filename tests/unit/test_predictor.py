@@ -20,6 +20,7 @@ from core.model import workload as wl
 from core.model.ceilings import ScenarioArrays, achieved_step_times, ceiling, evaluate, operation_table, scenario_steps
 from core.model.engine import Steps
 from core.model.scenario import Scenario
+from core.plan.purchase import compare_accelerators
 from core.store import Store
 
 
@@ -262,3 +263,19 @@ def test_the_scorecards_figures_are_recomputable_from_its_rows(cat):
         time = r["metric"] in ("tpot", "itl", "ttft")
         assert r["ratio"] == pytest.approx(r["ceiling"] / r["measured"] if time else r["measured"] / r["ceiling"])
     assert out["folds"]["campaign"] == len({r["campaign"] for r in rows})
+
+
+def test_the_purchase_search_runs_on_the_prediction_and_can_choose_differently(cat):
+    """The cheapest configuration under TPOT <= 50 ms and TTFT <= 2 s: on the ceiling's times MI300X wins; on what vLLM is
+    expected to reach, B200 does. Every kept configuration meets the target on its predicted times, under its ceiling."""
+    w = Scenario(model="llama-3.1-70b", weights="fp8", kv="fp8", context=2048, prompt=1024, framework="vLLM")
+    gpus = ["h100-sxm", "h200-sxm", "mi300x", "b200", "l40s"]
+    bound = compare_accelerators(cat, gpus, w, max_tpot_s=0.05, max_ttft_s=2.0)
+    expected = compare_accelerators(pr.with_predictor(cat), gpus, w, max_tpot_s=0.05, max_ttft_s=2.0)
+    assert set(bound["basis"]) == {"ceiling"} and set(expected["basis"]) == {"predicted"}
+    assert bound["gpu"][0] == "mi300x" and expected["gpu"][0] == "b200"
+    ok = expected.filter(pl.col("status") == "ok")
+    assert ok.height == len(gpus)
+    assert (ok["time_per_output_token_s"] <= 0.05).all() and (ok["ttft_s"] <= 2.0).all()
+    assert (ok["tokens_per_s_total"] <= ok["ceiling_tokens_per_s_total"]).all()
+    assert ok["predicted_error"].is_not_null().all()
