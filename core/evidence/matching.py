@@ -123,8 +123,15 @@ def _model_tokens(text: str) -> list[str]:
 
 def _suggest(query: Iterable[str], candidates: dict[str, set[str]]) -> list[str]:
     q = set(query)
-    scored = sorted(((len(q & toks), cid) for cid, toks in candidates.items() if q & toks), key=lambda x: (-x[0], x[1]))
-    out = [cid for _, cid in scored[:3]]
+    text = " ".join(sorted(q))
+
+    def likeness(toks: set[str]) -> float:  # a tie on shared words goes to the closest spelling (4080: the 4090, not the 3090)
+        return difflib.SequenceMatcher(None, text, " ".join(sorted(toks))).ratio()
+
+    scored = sorted(
+        ((len(q & toks), likeness(toks), cid) for cid, toks in candidates.items() if q & toks), key=lambda x: (-x[0], -x[1], x[2])
+    )
+    out = [cid for _, _, cid in scored[:3]]
     if len(out) < 3:
         extra = difflib.get_close_matches(" ".join(sorted(q)), list(candidates), n=3, cutoff=0.3)
         out += [e for e in extra if e not in out][: 3 - len(out)]

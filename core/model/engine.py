@@ -304,8 +304,9 @@ _TOTALS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "kv_write_bytes")
 
 @dataclass(frozen=True)
 class SortedWork:
-    """Steps' work, ready to be timed at any roofs: per distinct step and operation class, its operations' per-GPU
-    intensities sorted with the bytes of the first k and the FLOPs of the rest (k = 0 .. width), one repetition.
+    """Steps' work, ready to be timed at any roofs: per distinct step and operation class, the per-GPU intensities of the
+    class's operations sorted, with the bytes of the first k and the FLOPs of the rest (k = 0 .. the class's width),
+    one repetition.
 
     A step of `reps` repetitions (a prefill run in chunks) reads its weights once per repetition and shares the rest of
     its bytes and its FLOPs out over them. `sums` are each step's totals (all repetitions, all GPUs); `kernels` the
@@ -313,29 +314,33 @@ class SortedWork:
     """
 
     of: Index  # step -> its distinct step
-    classes: int
-    intensity: Array  # (distinct x classes, width), +inf past a class's last operation
-    bytes_before: Array  # (distinct x classes, width + 1)
-    flops_from: Array  # (distinct x classes, width + 1)
+    intensity: list[Array]  # per class: (distinct, width of the class), +inf past a step's last operation of the class
+    bytes_before: list[Array]  # per class: (distinct, width + 1)
+    flops_from: list[Array]  # per class: (distinct, width + 1)
     sums: dict[str, Array]  # per step
     kernels: Array  # per step
     reps: Array  # per step
+
+    @property
+    def classes(self) -> int:
+        return len(self.intensity)
 
     def times(self, bandwidth: Array, peak: Array) -> tuple[Array, Array]:
         """(memory-bound time, compute-bound time) of each step's operations of each class, one repetition, at one GPU's
         byte/s and FLOP/s per step (vectors) or per step and class (steps x classes: achieved rates differ by class)."""
         n, c = len(self.of), self.classes
-        bw = np.broadcast_to(bandwidth.reshape(n, -1), (n, c)).ravel()
-        pk = np.broadcast_to(peak.reshape(n, -1), (n, c)).ravel()
-        rows = (self.of[:, None] * c + np.arange(c)[None, :]).ravel()
+        bw = np.broadcast_to(bandwidth.reshape(n, -1), (n, c))
+        pk = np.broadcast_to(peak.reshape(n, -1), (n, c))
+        memory, compute = np.zeros((n, c)), np.zeros((n, c))
         with np.errstate(invalid="ignore", divide="ignore"):
             ridge = np.where(np.isnan(pk), np.inf, pk / bw)
-        memory_bound_ops = count_at_most(self.intensity, rows, ridge)
-        memory = self.bytes_before[rows, memory_bound_ops] / bw
-        compute_flops = self.flops_from[rows, memory_bound_ops]
-        with np.errstate(invalid="ignore"):
-            compute = np.where(compute_flops > 0, compute_flops / pk, 0.0)
-        return memory.reshape(n, c), compute.reshape(n, c)
+        for k in range(c):
+            memory_bound_ops = count_at_most(self.intensity[k], self.of, ridge[:, k])
+            memory[:, k] = self.bytes_before[k][self.of, memory_bound_ops] / bw[:, k]
+            compute_flops = self.flops_from[k][self.of, memory_bound_ops]
+            with np.errstate(invalid="ignore"):
+                compute[:, k] = np.where(compute_flops > 0, compute_flops / pk[:, k], 0.0)
+        return memory, compute
 
 
 def sort_work(ops: OpMatrix, steps: Steps, *, reps: Array | None = None, class_of_kind: Index | None = None) -> SortedWork:
@@ -343,34 +348,38 @@ def sort_work(ops: OpMatrix, steps: Steps, *, reps: Array | None = None, class_o
     class of each operation kind (an index per KINDS code) when operations of different classes run at different rates."""
     count = len(steps)
     reps = np.ones(count) if reps is None else np.asarray(reps, dtype=np.float64)
-    classes = 1 if class_of_kind is None else int(class_of_kind.max()) + 1
+    cls_of = np.zeros(len(KINDS), dtype=np.intp) if class_of_kind is None else class_of_kind
+    classes = int(cls_of.max()) + 1
     first, work_of = distinct_rows({**{f.name: getattr(steps, f.name) for f in fields(steps)}, "reps": reps})
     work_steps, work_reps = steps.take(first), reps[first]
-    width = ops.kind.shape[1]
     distinct = len(work_steps)
-    by_intensity = np.full((distinct, classes, width), np.inf)
-    bytes_before = np.zeros((distinct, classes, width + 1))
-    flops_from = np.zeros((distinct, classes, width + 1))
+    models = np.unique(work_steps.model)
+    real = ops.kind[models] >= 0
+    op_class = np.where(real, cls_of[np.maximum(ops.kind[models], 0)], -1)
+    widths = [max(int((op_class == k).sum(axis=1).max()), 1) for k in range(classes)]
+    by_intensity = [np.full((distinct, w), np.inf) for w in widths]
+    bytes_before = [np.zeros((distinct, w + 1)) for w in widths]
+    flops_from = [np.zeros((distinct, w + 1)) for w in widths]
     totals = {name: np.empty(distinct) for name in _TOTALS}
     kernels = np.empty(distinct)
-    for model in np.unique(work_steps.model):
+    for model in models:
         works = np.flatnonzero(work_steps.model == model)
         table = ops.row(int(model))
-        intensity, before, after, sums = _sorted_work(table, work_steps.take(works), work_reps[works], class_of_kind, classes)
-        n = intensity.shape[2]
-        by_intensity[works, :, :n] = intensity
-        bytes_before[works, :, : n + 1] = before
-        bytes_before[works, :, n + 1 :] = before[:, :, -1:]
-        flops_from[works, :, : n + 1] = after
+        parts, sums = _sorted_work(table, work_steps.take(works), work_reps[works], cls_of[table.kind[0]], classes)
+        for k, (intensity, before, after) in enumerate(parts):
+            n = intensity.shape[1]
+            by_intensity[k][works, :n] = intensity
+            bytes_before[k][works, : n + 1] = before
+            bytes_before[k][works, n + 1 :] = before[:, -1:]
+            flops_from[k][works, : n + 1] = after
         for name in _TOTALS:
             totals[name][works] = sums[name]
         kernels[works] = float(table.layers.sum())
     return SortedWork(
         of=work_of,
-        classes=classes,
-        intensity=by_intensity.reshape(distinct * classes, width),
-        bytes_before=bytes_before.reshape(distinct * classes, width + 1),
-        flops_from=flops_from.reshape(distinct * classes, width + 1),
+        intensity=by_intensity,
+        bytes_before=bytes_before,
+        flops_from=flops_from,
         sums={name: totals[name][work_of] for name in _TOTALS},
         kernels=kernels[work_of],
         reps=reps,
@@ -378,10 +387,10 @@ def sort_work(ops: OpMatrix, steps: Steps, *, reps: Array | None = None, class_o
 
 
 def _sorted_work(
-    ops: OpMatrix, steps: Steps, reps: Array, class_of_kind: Index | None, classes: int
-) -> tuple[Array, Array, Array, dict[str, Array]]:
-    """One model's operations in `steps`: per step and class, the per-GPU intensities of one repetition sorted, with the
-    bytes of the first k operations and the FLOPs of the rest for k = 0 .. operations, and the step's sums."""
+    ops: OpMatrix, steps: Steps, reps: Array, op_class: Index, classes: int
+) -> tuple[list[tuple[Array, Array, Array]], dict[str, Array]]:
+    """One model's operations in `steps`: per class, the per-GPU intensities of one repetition of its operations sorted,
+    with the bytes of the first k and the FLOPs of the rest for k = 0 .. its operations; and the steps' sums."""
     work = operation_work(ops, steps)
     r = reps[:, None]
     n = steps.num_gpus[:, None]
@@ -392,23 +401,19 @@ def _sorted_work(
     nbytes = weights / n + (work.act_bytes / n + (work.kv_read_bytes + work.kv_write_bytes) / work.kv_shard) / r
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
-    cls = np.zeros(ops.kind.shape[1], dtype=np.intp) if class_of_kind is None else class_of_kind[ops.kind[0]]
-    steps_n, width = intensity.shape
-    out_i = np.full((steps_n, classes, width), np.inf)
-    out_b = np.zeros((steps_n, classes, width + 1))
-    out_f = np.zeros((steps_n, classes, width + 1))
-    zero = np.zeros((steps_n, 1))
-    for c in range(classes):
-        mine = cls == c
-        if not mine.any():
-            continue
-        ci = np.where(mine, intensity, np.inf)
+    zero = np.zeros((len(steps), 1))
+    parts = []
+    for k in range(classes):
+        mine = np.flatnonzero(op_class == k)
+        ci, b, f = intensity[:, mine], nbytes[:, mine], flops[:, mine]
         order = np.argsort(ci, axis=1, kind="stable")
-        b = np.where(mine, nbytes, 0.0)
-        f = np.where(mine, flops, 0.0)
-        out_i[:, c] = np.take_along_axis(ci, order, axis=1)
-        out_b[:, c] = np.hstack([zero, np.cumsum(np.take_along_axis(b, order, axis=1), axis=1)])
-        out_f[:, c] = np.hstack([np.cumsum(np.take_along_axis(f, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero])
+        parts.append(
+            (
+                np.take_along_axis(ci, order, axis=1),
+                np.hstack([zero, np.cumsum(np.take_along_axis(b, order, axis=1), axis=1)]),
+                np.hstack([np.cumsum(np.take_along_axis(f, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero]),
+            )
+        )
     sums = {
         "flops": work.flops.sum(axis=1),
         "bytes": work.total_bytes.sum(axis=1),
@@ -416,7 +421,7 @@ def _sorted_work(
         "kv_read_bytes": work.kv_read_bytes.sum(axis=1),
         "kv_write_bytes": work.kv_write_bytes.sum(axis=1),
     }
-    return out_i, out_b, out_f, sums
+    return parts, sums
 
 
 def count_at_most(rows: Array, row_of: Index, limit: Array) -> Index:

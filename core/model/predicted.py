@@ -243,10 +243,13 @@ class Predictor:
         """theta for each row of level keys (`level_keys`): the global theta plus each known key's shift."""
         out = np.repeat(np.asarray(self.theta, dtype=np.float64)[None, :], len(keys), axis=0)
         for level, shifts in self.shifts.items():
+            rows: dict[str, list[int]] = {}
             for i, k in enumerate(keys):
-                s = shifts.get(k.get(level, ""))
+                rows.setdefault(k.get(level, ""), []).append(i)
+            for value, at in rows.items():
+                s = shifts.get(value)
                 if s is not None:
-                    out[i] += s
+                    out[at] += s
         return out
 
     def parameters_of(self, keys: Sequence[Mapping[str, str]]) -> Array:

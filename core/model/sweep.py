@@ -56,6 +56,13 @@ SWEEP_COLUMNS = (
     "usd_per_gpu_hour_used",
     "usd_per_million_tokens",
     "tokens_per_s_per_watt",
+    "framework",
+    "predicted_tpot_s",
+    "predicted_tokens_per_s_per_user",
+    "predicted_tokens_per_s_total",
+    "predicted_ttft_s",
+    "predicted_usd_per_million_tokens",
+    "predicted_error",
     "flags",
 )
 

@@ -171,7 +171,7 @@ def test_ms_read_as_s_against_throughput(store):
 def test_unknown_accelerator_with_suggestions(store):
     """An accelerator the catalogue lacks: named, with the closest entries."""
     msg = refused(store, csv("NVIDIA GeForce RTX 4080,llama-3.1-8b,1,1024,128,150,6.6"))
-    assert "row 1, column gpu: unknown accelerator 'NVIDIA GeForce RTX 4080'; closest: rtx-3090, rtx-4090, rtx-5090" in msg
+    assert "row 1, column gpu: unknown accelerator 'NVIDIA GeForce RTX 4080'; closest: rtx-4090, rtx-3090, rtx-5090" in msg
 
 
 def test_unknown_model(store):
