@@ -1,12 +1,12 @@
-"""Benchmark: the summary of a 1,000,000-row measured dataset with calibration, against a plain Polars read and group-by.
+"""Benchmark: the summary of a 1,000,000-row measured dataset with its refit, against a plain Polars read and group-by.
 
 The dataset is made here, deterministically, from the scenarios of
 tests/fixtures/generic.csv (11 decode measurements on H100 and A100, one of
 them above its ceiling) repeated with noise, as a per-request log holds
 them: each row takes fixture row i mod 11, a prompt length from 400 to 1,029
 tokens and an output of 127 or 128 tokens (12,600 distinct scenarios), and
-its measured tokens/s is the fixture's, moved by the model calibrated on the
-fixture from the fixture's lengths to the row's, times log-normal noise
+its measured tokens/s is the fixture's, moved by the predicted model (vLLM) from
+the fixture's lengths to the row's, times log-normal noise
 (sigma 5%). It is written as one Parquet file of measurement rows (the
 columns core.evidence.importers.dataset_rows returns).
 
@@ -17,11 +17,10 @@ included), best of --repeat runs:
 - baseline: `pl.read_parquet` of the file and a group-by of its scenario
   columns (gpu, count, model, precisions, phase, batch, lengths) with the
   median tokens/s and the row count of each;
-- summary: read the same file, compare every row with its ceiling, fit the
-  calibration and add the calibrated columns
-  (core.evidence.calibration.compare_calibrated) and reduce it to the
-  summary `roofline measured DATASET --calibrate` prints
-  (core.evidence.compare.summary). The catalogue is loaded, and used once
+- summary: read the same file, compare every row with its ceiling and with
+  what vLLM is expected to reach, refit the predicted model on it
+  (core.evidence.refit) and reduce it to the summary
+  `roofline measured DATASET --refit` prints (core.evidence.compare.summary). The catalogue is loaded, and used once
   on the file's first 100 rows, before the clock starts, as a running app has it.
 
     .venv/bin/python benchmarks/measured.py [--rows 1000000] [--repeat 3]
@@ -57,15 +56,14 @@ NOISE = 0.05
 def make_rows(db: Path, rows: int, seed: int = 13) -> pl.DataFrame:
     """`rows` measurements from generic.csv's scenarios with noise (see the module's docstring)."""
     from core.catalogue.catalogue import load_catalogue
-    from core.evidence.calibration import calibrate
-    from core.evidence.compare import predicted
     from core.evidence.importers import parse_file
+    from core.evidence.predictor import with_predictor
+    from core.evidence.refit import expected
     from core.store import Store
 
     store = Store(db)
-    cat = load_catalogue(store)
+    cat = with_predictor(load_catalogue(store))
     base = parse_file(store, FIXTURE.read_bytes(), FIXTURE.name).rows
-    truth = calibrate(cat, base)  # the efficiencies the fixture was made with (82% bandwidth, 70% compute, 0.4 ms per step)
     rng = np.random.default_rng(seed)
     pick = np.arange(rows) % base.height
     out = base[pick].with_columns(
@@ -73,8 +71,8 @@ def make_rows(db: Path, rows: int, seed: int = 13) -> pl.DataFrame:
         pl.Series("input_tokens", rng.integers(*PROMPTS, rows), dtype=pl.Int64),
         pl.Series("output_tokens", rng.integers(*OUTPUTS, rows), dtype=pl.Int64),
     )
-    at_fixture = predicted(cat, base, truth)["predicted_tokens_per_s"].to_numpy()[pick]
-    at_row = predicted(cat, out, truth)["predicted_tokens_per_s"].to_numpy()
+    at_fixture = expected(cat, base, "vLLM")["expected_tokens_per_s"].to_numpy()[pick]
+    at_row = expected(cat, out, "vLLM")["expected_tokens_per_s"].to_numpy()
     tps = out["tokens_per_s"].to_numpy() * at_row / at_fixture * rng.lognormal(0.0, NOISE, rows)
     store.close()
     return out.with_columns(
@@ -93,19 +91,20 @@ def child_baseline(path: str) -> dict[str, Any]:
 
 def child_summary(path: str, db: str) -> dict[str, Any]:
     from core.catalogue.catalogue import load_catalogue
-    from core.evidence.calibration import compare_calibrated
-    from core.evidence.compare import summary
+    from core.evidence.compare import compare, summary
+    from core.evidence.predictor import with_predictor
+    from core.evidence.refit import expected, refit
     from core.store import Store
 
-    cat = load_catalogue(Store(Path(db)))
-    compare_calibrated(cat, pl.read_parquet(path, n_rows=100), True)  # the catalogue's arrays built once, as in a running app
+    cat = with_predictor(load_catalogue(Store(Path(db))))
+    expected(cat, compare(cat, pl.read_parquet(path, n_rows=100)), "vLLM")  # the catalogue's arrays built once, as in a running app
     t0 = time.perf_counter()
     rows = pl.read_parquet(path)
-    cmp, cal = compare_calibrated(cat, rows, True, flag_text=False)
+    cmp = expected(cat, compare(cat, rows, flag_text=False), "vLLM")
+    fit = refit(cat, cmp, "vLLM")
     out = summary(cmp)
     seconds = time.perf_counter() - t0
-    assert cal is not None
-    return {"seconds": seconds, "summary": out, "calibration": cal.to_dicts()}
+    return {"seconds": seconds, "summary": out, "refit": [c.record() for c in fit.cells]}
 
 
 def run_child(*args: str) -> dict[str, Any]:
@@ -153,19 +152,18 @@ def main() -> None:
     last = ours[-1]
     summ = last["summary"]
     print(f"baseline: read + group-by   {b:.3f} s (best of {len(base)}: {_times(base)}), peak {b_mb:,.0f} MB")
-    print(f"summary with calibration    {s:.3f} s (best of {len(ours)}: {_times(ours)}), peak {s_mb:,.0f} MB")
+    print(f"summary with the refit      {s:.3f} s (best of {len(ours)}: {_times(ours)}), peak {s_mb:,.0f} MB")
     print(f"ratio                       {s / b:.1f}x the baseline's time, {s_mb / b_mb:.1f}x its peak memory")
     print(
         f"summary: {summ['rows']:,} rows, {summ['distinct_scenarios']:,} scenarios, {summ['above_ceiling']:,} above their ceiling, "
-        f"median ratio {summ['median_ratio']:.3f}, calibrated {summ.get('median_calibrated_ratio') or float('nan'):.3f}, "
+        f"median ratio {summ['median_ratio']:.3f}, to expected {summ.get('median_expected_ratio') or float('nan'):.3f}, "
         f"MBU {summ['median_mbu']:.3f}, MFU {summ['median_mfu']:.4f}"
     )
     print("flags:   " + ", ".join(f"{k} {v:,}" for k, v in summ["flags"].items() if v))
-    for fit in last["calibration"]:
+    for fit in last["refit"]:
         print(
-            f"fit:     {fit['gpu']}: {fit['points']:,.0f} points, bandwidth {fit['eff_bandwidth']:.3f}, compute "
-            f"{fit['eff_compute'] if fit['eff_compute'] is None else round(fit['eff_compute'], 3)}, overhead {fit['overhead_s'] * 1e3:.3f} ms, "
-            f"R² {fit['r2']:.3f}, {'accepted' if fit['accepted'] else 'refused'}"
+            f"refit:   {fit['gpu']} with {fit['framework']}: {fit['points']:,.0f} points, error {fit['mape_before']:.1%} before, "
+            f"{fit['mape_after']:.1%} after, R² {fit['r2'] or float('nan'):.3f}, {'accepted' if fit['accepted'] else 'refused'}"
         )
     verdict = "met" if s < 1.5 and s_mb < 1536 else "NOT met"
     print(f"target (under 1.5 s and 1.5 GB): {verdict}")

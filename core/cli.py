@@ -8,7 +8,7 @@
     roofline sweep [--gpu ID ...] [--model ID ...] --out FILE.parquet|FILE.csv
     roofline report --gpu h100-sxm --model llama-3.1-70b --num-gpus 2 --out report.html
     roofline import FILE [--format F] [--gpu ID --num-gpus N --model ID --weights P --kv P] [--name NAME] --json
-    roofline measured DATASET [--calibrate] --json
+    roofline measured DATASET [--refit] [--framework NAME] --json
     roofline datasets --json
     roofline delete-dataset DATASET --json
     roofline probe [--device auto|cuda|rocm|mps|cpu] [--quick] [--out FILE] [--json]
@@ -63,6 +63,7 @@ from core.evidence.reference import unit_of as reference_unit
 from core.evidence.scorecard import scorecard
 from core.model.allocator import keep_freed_memory
 from core.model.ceilings import ceiling, operation_table
+from core.model.predicted import FRAMEWORKS
 from core.model.roofline import ridge_points
 from core.model.scenario import FIELDS, Scenario, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
 from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
@@ -173,10 +174,15 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("--name", help="dataset name (default: the file name)")
     imp.set_defaults(func=cmd_import)
 
-    ms = sub.add_parser("measured", parents=[common], help="a stored dataset against its ceilings: summary, flags by cause, calibration")
+    ms = sub.add_parser(
+        "measured", parents=[common], help="a stored dataset against its ceilings and the predicted model: summary, flags by cause, refit"
+    )
     ms.add_argument("dataset", help="the dataset's id (as `import` prints it) or its name")
+    ms.add_argument("--refit", action="store_true", help="refit the predicted model on the dataset, per accelerator and framework")
     ms.add_argument(
-        "--calibrate", action="store_true", help="fit, per accelerator, bandwidth and compute efficiencies and a per-step overhead"
+        "--framework",
+        choices=list(FRAMEWORKS),
+        help="the framework the runs used (default: the dataset's format's, else vLLM)",
     )
     ms.set_defaults(func=cmd_measured)
 
@@ -521,10 +527,11 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
-    """`measured DATASET`: core.evidence.compare.summary of the dataset (compared once, calibrated once with --calibrate)."""
-    from core.evidence.calibration import MIN_FIT_POINTS, MIN_FIT_R2, compare_calibrated
-    from core.evidence.compare import summary
+    """`measured DATASET`: core.evidence.compare.summary of the dataset against the ceiling and the predicted model
+    (compared once; refitted once with --refit, each row predicted before and after)."""
+    from core.evidence.compare import compare, summary
     from core.evidence.importers import dataset_rows, list_datasets
+    from core.evidence.refit import MIN_FIT_POINTS, MIN_FIT_R2, expected, framework_of, refit
 
     store = get_store(args.db)
     datasets = list_datasets(store)
@@ -535,11 +542,13 @@ def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
         several = f"names {hit.height} datasets ({', '.join(str(i) for i in hit['id'])}): give the id" if hit.height else "is not stored"
         raise CliError(f"DATASET: {given!r} {several}; datasets: {known}")
     info = hit.row(0, named=True)
-    cmp, cal = compare_calibrated(_catalogue(args), dataset_rows(store, int(info["id"])), args.calibrate, flag_text=False)
-    out: dict[str, Any] = {"dataset": {k: info[k] for k in ("id", "name", "format", "file_name")}, **summary(cmp)}
-    if cal is not None:
-        fits = [{**f, "points": int(f["points"])} for f in cal.to_dicts()]
-        out["calibration"] = {"min_points": MIN_FIT_POINTS, "min_r2": MIN_FIT_R2, "fits": fits}
+    cat = _catalogue(args)
+    framework = args.framework or framework_of(info["format"], "vLLM")
+    cmp = expected(cat, compare(cat, dataset_rows(store, int(info["id"])), flag_text=False), framework)
+    out: dict[str, Any] = {"dataset": {k: info[k] for k in ("id", "name", "format", "file_name")}, "framework": framework, **summary(cmp)}
+    if args.refit:
+        fit = refit(cat, cmp, framework)
+        out["refit"] = {"min_points": MIN_FIT_POINTS, "min_r2": MIN_FIT_R2, "cells": [c.record() for c in fit.cells]}
     return out
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
+from core.model import workload as wl
 from core.model.ceilings import evaluate
 from core.model.scenario import ScenarioError
 
@@ -85,15 +86,11 @@ def distinct_scenarios(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     return distinct, sid.alias("scenario_id")
 
 
-def scenarios_of(rows: pl.DataFrame, calibration: pl.DataFrame | None = None, params: dict[str, float] | None = None) -> pl.DataFrame:
+def scenarios_of(rows: pl.DataFrame, params: dict[str, float] | None = None) -> pl.DataFrame:
     """The Scenario columns of each measurement: decode context = input + output / 2, prefill prompt = input.
 
     Where a row states its model file's size (`model_bytes`) and `params` (model id -> parameters) is given,
     its weight_bits = bytes x 8 / parameters: the file's own bits per weight.
-
-    With a calibration (core.evidence.calibration.calibrate) the efficiencies and
-    per-step overhead of its accepted fits apply to the accelerator each was
-    fitted on (core.evidence.calibration.calibration_fits); every other row keeps the datasheet's.
     """
     scen = rows.select(
         "gpu",
@@ -112,28 +109,14 @@ def scenarios_of(rows: pl.DataFrame, calibration: pl.DataFrame | None = None, pa
     if params is not None and "model_bytes" in rows.columns:
         total = rows["model"].replace_strict(params, default=None, return_dtype=pl.Float64)
         scen = scen.with_columns((rows["model_bytes"].cast(pl.Float64) * 8.0 / total).alias("weight_bits"))
-    fits = _fits(calibration)
-    factor = pl.col("gpu")
-    return scen.with_columns(
-        factor.replace_strict({g: f["eff_bandwidth"] for g, f in fits.items()}, default=1.0, return_dtype=pl.Float64).alias(
-            "eff_bandwidth"
-        ),
-        factor.replace_strict({g: f["eff_compute"] for g, f in fits.items()}, default=1.0, return_dtype=pl.Float64).alias("eff_compute"),
-        factor.replace_strict({g: f["overhead_s"] for g, f in fits.items()}, default=0.0, return_dtype=pl.Float64).alias("overhead_s"),
-    )
+    return scen
 
 
-def _fits(calibration: pl.DataFrame | None) -> dict[str, dict[str, float]]:
-    from core.evidence.calibration import calibration_fits  # calibration builds on this module
-
-    return calibration_fits(calibration)
-
-
-def _evaluate(cat: Catalogue, distinct: pl.DataFrame, calibration: pl.DataFrame | None) -> pl.DataFrame:
+def _evaluate(cat: Catalogue, distinct: pl.DataFrame) -> pl.DataFrame:
     """The model's figures of each distinct scenario; a scenario out of bounds is named by its first row in the dataset."""
     try:
         params = dict(zip(cat.models["id"], cat.models["total_params"], strict=True))
-        res = evaluate(cat, scenarios_of(distinct, calibration, params), columns=PREDICT_COLUMNS)
+        res = evaluate(cat, scenarios_of(distinct, params), columns=PREDICT_COLUMNS)
     except ScenarioError as exc:
         if exc.row is None or "first" not in distinct.columns:
             raise
@@ -141,41 +124,42 @@ def _evaluate(cat: Catalogue, distinct: pl.DataFrame, calibration: pl.DataFrame 
     return res.drop("scenario_id").rename({"ttft_s": "predicted_ttft_s"})
 
 
-def _predicted_rate() -> pl.Expr:
-    b = pl.col("batch").cast(pl.Float64)
-    out = pl.col("output_tokens").cast(pl.Float64)
-    prompt = pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).cast(pl.Float64)
-    phase = pl.col("phase")
-    return (
-        pl.when(phase == "decode")
-        .then(b / pl.col("step_time_s"))
-        .when(phase == "prefill")
-        .then(prompt / pl.col("predicted_ttft_s"))
-        .otherwise(b * out / (b * pl.col("predicted_ttft_s") + out * pl.col("step_time_s")))
-    )
+def _ceiling_rate(frame: pl.DataFrame) -> pl.Series:
+    """The ceiling's tokens/s of each row's phase (core.model.workload): a decode step, one prompt's prefill, or a wave of
+    `batch` requests whose every prompt is prefilled once (the ceiling's TTFT each) and every output token is one step."""
+    phase = wl.phase_codes(frame["phase"].to_list())
+    b = frame["batch"].cast(pl.Float64).to_numpy()
+    out = frame["output_tokens"].cast(pl.Float64).to_numpy()
+    prompt = np.maximum(frame["input_tokens"].cast(pl.Float64).to_numpy(), 1.0)
+    step, ttft = frame["step_time_s"].to_numpy(), frame["predicted_ttft_s"].to_numpy()
+    prefill = np.where(phase == wl.PREFILL, ttft, b * ttft)  # a prefill row counts one prompt (batch 1); a wave, batch of them
+    counted_batch = np.where(phase == wl.PREFILL, 1.0, b)
+    secs = wl.seconds(phase, out, step, prefill, np.zeros(len(b)))
+    return pl.Series("predicted_tokens_per_s", wl.rate(phase, counted_batch, prompt, out, secs), nan_to_null=True)
 
 
-def _predict_distinct(cat: Catalogue, distinct: pl.DataFrame, calibration: pl.DataFrame | None = None) -> pl.DataFrame:
+def _predict_distinct(cat: Catalogue, distinct: pl.DataFrame) -> pl.DataFrame:
     """Per distinct scenario: the model's figures and predicted_tokens_per_s (the keys not repeated)."""
-    res = _evaluate(cat, distinct, calibration)
+    res = _evaluate(cat, distinct)
     keys = distinct.select("phase", "batch", "input_tokens", "output_tokens")
-    return pl.concat([keys, res], how="horizontal").with_columns(_predicted_rate().alias("predicted_tokens_per_s")).drop(keys.columns)
+    both = pl.concat([keys, res], how="horizontal")
+    return both.with_columns(_ceiling_rate(both)).drop(keys.columns)
 
 
-def predicted(cat: Catalogue, rows: pl.DataFrame, calibration: pl.DataFrame | None = None) -> pl.DataFrame:
-    """Per measurement: the predicted tokens/s for its phase and the step figures behind it.
+def predicted(cat: Catalogue, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per measurement: the ceiling's tokens/s for its phase and the step figures behind it.
 
     decode: batch / step time; prefill: prompt / time to first token; mixed (a
     serving run): batch x output / (batch x TTFT + output x step time), every
-    prompt prefilled once and every output token one decode step. Each distinct
-    scenario is evaluated once.
+    prompt prefilled once and every output token one decode step
+    (core.model.workload). Each distinct scenario is evaluated once.
     """
     distinct, sid = distinct_scenarios(rows)
-    return pl.concat([rows, _predict_distinct(cat, distinct, calibration)[sid]], how="horizontal")
+    return pl.concat([rows, _predict_distinct(cat, distinct)[sid]], how="horizontal")
 
 
-def compare(cat: Catalogue, rows: pl.DataFrame, calibration: pl.DataFrame | None = None, *, flag_text: bool = True) -> pl.DataFrame:
-    """Measured against predicted, one row per measurement, in the rows' order.
+def compare(cat: Catalogue, rows: pl.DataFrame, *, flag_text: bool = True) -> pl.DataFrame:
+    """Measured against the ceiling, one row per measurement, in the rows' order.
 
     Adds predicted_tokens_per_s (datasheet roofs), ratio = measured / predicted,
     MBU = achieved bytes/s / (num_gpus x peak bandwidth) and MFU = achieved
@@ -183,18 +167,17 @@ def compare(cat: Catalogue, rows: pl.DataFrame, calibration: pl.DataFrame | None
     achieved and predicted FLOP/s per GPU), `status` ("above ceiling" or "ok"),
     `scenario_id` (the row's distinct scenario, core.evidence.compare.distinct_scenarios),
     `flag_code` (its causes, a bit per FLAG_CAUSES) and `flags` (their text,
-    the seed's hints). With a calibration, calibrated_tokens_per_s and
-    calibrated_ratio too (`with_calibration`): null for an accelerator without an accepted fit.
-    `flag_text=False` leaves `flags` out (a summary counts causes by `flag_code`).
+    the seed's hints). `flag_text=False` leaves `flags` out (a summary counts causes by `flag_code`).
+    What a framework is expected to reach (the predicted model) is core.evidence.refit's.
     """
     if not rows.height:
         return rows
-    cmp, distinct = compare_scenarios(cat, rows, flag_text=flag_text)
-    return with_calibration(cat, cmp, calibration, distinct=distinct)
+    cmp, _ = compare_scenarios(cat, rows, flag_text=flag_text)
+    return cmp
 
 
 def compare_scenarios(cat: Catalogue, rows: pl.DataFrame, *, flag_text: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """`compare` without a calibration, and the distinct scenarios its `scenario_id` indexes (`distinct_scenarios`)."""
+    """`compare`, and the distinct scenarios its `scenario_id` indexes (`distinct_scenarios`)."""
     distinct, sid = distinct_scenarios(rows)
     pred = _predict_distinct(cat, distinct)
     out = pl.concat([rows, pred[sid], sid.to_frame()], how="horizontal")
@@ -219,36 +202,6 @@ def compare_scenarios(cat: Catalogue, rows: pl.DataFrame, *, flag_text: bool = T
     if flag_text:
         out = out.with_columns(flag_texts(out["flag_code"]))
     return out, distinct
-
-
-def with_calibration(
-    cat: Catalogue, cmp: pl.DataFrame, calibration: pl.DataFrame | None, *, distinct: pl.DataFrame | None = None
-) -> pl.DataFrame:
-    """A comparison (`compare`) with calibrated_tokens_per_s and calibrated_ratio from the accepted fits of `calibration`,
-    each on the accelerator it was fitted on (null elsewhere); each distinct scenario of a fitted accelerator evaluated
-    once. `distinct`: the scenarios `scenario_id` indexes, when the caller has them (`compare_scenarios`)."""
-    fits = _fits(calibration)
-    if not fits or not cmp.height:
-        return cmp
-    if distinct is None:
-        firsts = (
-            cmp.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("i"), "scenario_id").group_by("scenario_id").agg(pl.col("i").first())
-        )
-        firsts = firsts.sort("scenario_id")
-        distinct = cmp.select(scenario_keys(cmp))[firsts["i"]]
-        position = np.zeros(int(firsts["scenario_id"].max()) + 1, dtype=np.int64)  # type: ignore[arg-type]
-        position[firsts["scenario_id"].to_numpy()] = np.arange(firsts.height)
-        at = position[cmp["scenario_id"].to_numpy()]
-    else:
-        at = cmp["scenario_id"].to_numpy()
-    fitted = distinct["gpu"].is_in(list(fits))
-    cal = pl.Series("calibrated_tokens_per_s", [None] * distinct.height, dtype=pl.Float64)
-    if fitted.any():
-        part = _predict_distinct(cat, distinct.filter(fitted), calibration)["predicted_tokens_per_s"]
-        cal = cal.scatter(np.flatnonzero(fitted.to_numpy()), part)
-    return cmp.with_columns(cal.gather(at)).with_columns(
-        (pl.col("tokens_per_s") / pl.col("calibrated_tokens_per_s")).alias("calibrated_ratio")
-    )
 
 
 # -- flags: a code of causes per row, the text once per code ---------------------------------------------
@@ -307,11 +260,11 @@ def flag_counts(cmp: pl.DataFrame) -> dict[str, int]:
 
 
 def summary(cmp: pl.DataFrame) -> dict[str, Any]:
-    """A comparison in figures: rows, distinct scenarios, rows above their ceiling, median ratio (and calibrated ratio),
+    """A comparison in figures: rows, distinct scenarios, rows above their ceiling, median ratio (and expected ratio),
     median MBU and MFU overall and per phase, and the rows per flag cause (FLAG_CAUSES' keys)."""
     if not cmp.height:
         return {"rows": 0, "distinct_scenarios": 0, "above_ceiling": 0, "by_phase": {}, "flags": flag_counts(cmp)}
-    medians = [c for c in ("ratio", "calibrated_ratio", "mbu", "mfu") if c in cmp.columns]
+    medians = [c for c in ("ratio", "expected_ratio", "mbu", "mfu") if c in cmp.columns]
     figures = [pl.len().alias("rows"), *(pl.col(c).filter(pl.col(c).is_finite()).median().alias(f"median_{c}") for c in medians)]
     overall = cmp.select(
         *figures,
@@ -331,13 +284,12 @@ def summary(cmp: pl.DataFrame) -> dict[str, Any]:
     }
 
 
-def batch_curves(cat: Catalogue, rows: pl.DataFrame, calibration: pl.DataFrame | None = None, *, groups: int = 6) -> pl.DataFrame:
-    """Predicted tokens/s against batch (powers of two and the measured batches) for each measured setup.
+def batch_curves(cat: Catalogue, rows: pl.DataFrame, expected: Any = None, *, groups: int = 6) -> pl.DataFrame:
+    """The ceiling's tokens/s against batch (powers of two and the measured batches) for each measured setup.
 
-    One `series` per (accelerator, count, model, precisions, phase, lengths)
-    of decode and serving measurements (at most `groups`); with a calibration,
-    calibrated_tokens_per_s beside the datasheet ceiling, on the accelerators
-    with an accepted fit (null on the others).
+    One `series` per (accelerator, count, model, precisions, phase, lengths) of decode and serving measurements (at
+    most `groups`); `expected(grid) -> tokens/s` (core.evidence.refit.expected_rates), where given, adds what the
+    framework is expected to reach at each batch (`expected_tokens_per_s`).
     """
     keys = ["gpu", "num_gpus", "model", "weights", "kv", "compute", "phase", "input_tokens", "output_tokens"]
     sub = rows.filter(pl.col("phase") != "prefill")
@@ -362,8 +314,6 @@ def batch_curves(cat: Catalogue, rows: pl.DataFrame, calibration: pl.DataFrame |
         "predicted_tokens_per_s",
         "fits",
     )
-    fits = _fits(calibration)
-    if fits:
-        cal = predicted(cat, grid, calibration)["predicted_tokens_per_s"]
-        curves = curves.with_columns(pl.when(pl.col("gpu").is_in(list(fits))).then(cal).alias("calibrated_tokens_per_s"))
+    if expected is not None:
+        curves = curves.with_columns(pl.Series("expected_tokens_per_s", expected(grid), nan_to_null=True))
     return curves.sort("series", "batch")

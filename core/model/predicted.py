@@ -201,6 +201,7 @@ def level_keys(vendor: str, family: str, gpu: str, framework: str, weights: str,
         "weights": w,
         "weights_framework": f"{w} | {framework}",
         "model": model,
+        "user": f"{gpu} | {framework}",  # a refit on the user's own measurements (core.evidence.refit)
     }
 
 

@@ -216,17 +216,12 @@ def evaluate_configurations(
     *,
     batches: Sequence[int],
     served: Mapping[str, float],
-    calibration: Mapping[str, Mapping[str, float]] | None = None,
 ) -> pl.DataFrame:
     """Every accelerator x its tensor-parallel degrees (`counts`) x batch, as one evaluation, with tokens/s per GPU.
 
-    `calibration`: per accelerator id, Scenario fields of a fit (core.evidence.calibration.calibration_fits) that
-    replace the workload's on that accelerator only; every other accelerator keeps the workload's own."""
-    fitted = calibration or {}
-    frames = [
-        grid(workload.model_copy(update=dict(fitted.get(g, {}))), gpu=[g], num_gpus=list(ns), batch=list(batches))
-        for g, ns in counts.items()
-    ]
+    With the catalogue's predictor (a user's refit of their accelerator included), the figures are what the workload's
+    framework is expected to reach, the ceiling's kept beside them (`basis`)."""
+    frames = [grid(workload, gpu=[g], num_gpus=list(ns), batch=list(batches)) for g, ns in counts.items()]
     axes = pl.concat(frames).with_columns(
         pl.col("gpu").replace_strict(dict(served), default=0.0, return_dtype=pl.Float64).alias("usd_per_gpu_hour")
     )
@@ -294,11 +289,8 @@ def compare_accelerators(
     gpu_counts: Sequence[int] = GPU_COUNTS,
     batches: Sequence[int] = TARGET_BATCHES,
     sort_by: str = "usd_per_million_tokens",
-    calibration: Mapping[str, Mapping[str, float]] | None = None,
 ) -> pl.DataFrame:
     """One row per accelerator for the workload, sorted by `sort_by` (best first, unmet last).
-
-    `calibration`: fits per accelerator id, each applied to its own accelerator only (`evaluate_configurations`).
 
     Without a target (both limits None) the batch is the workload's; with
     one, every batch in `batches` is tried. A configuration qualifies when it
@@ -321,7 +313,7 @@ def compare_accelerators(
     price = pricing(cat, ids, own, rent=prices, buy=buy_prices)
     counts = {g: tp_counts(cat, g, gpu_counts) for g in ids}
     swept = batches if targeted else [workload.batch]
-    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served(), calibration=calibration)
+    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served())
     out = out.with_columns(_meets(max_tpot_s, max_ttft_s).alias("meets")).sort("gpu", "num_gpus", "batch")
     best = (
         out.filter(pl.col("meets"))
@@ -428,12 +420,11 @@ def frontier_curves(
     batches: Sequence[int] = TARGET_BATCHES,
     max_tpot_s: float | None = None,
     max_ttft_s: float | None = None,
-    calibration: Mapping[str, Mapping[str, float]] | None = None,
 ) -> pl.DataFrame:
     """The throughput-interactivity frontier of each accelerator of a comparison: its batch sweep at the GPU count kept
     (or `num_gpus`, as given: a group wider than the scale-up domain is flagged, not narrowed), one row per batch that
     fits: tokens/s per user, output tokens/s per GPU, $ per million output tokens, whether it meets the target and
-    whether it is the configuration kept (`chosen`); one evaluation for all of them. `calibration`: as in compare_accelerators."""
+    whether it is the configuration kept (`chosen`); one evaluation for all of them."""
     ok = table.filter(pl.col("status") == "ok") if num_gpus is None else table
     counts = {g: [num_gpus or n] for g, n in zip(ok["gpu"], ok["num_gpus"], strict=True)}
     if not counts:
@@ -441,7 +432,7 @@ def frontier_curves(
     chosen = dict(zip(ok["gpu"], ok["batch"], strict=True)) if num_gpus is None else {}
     price = pricing(cat, list(counts), own, rent=prices, buy=buy_prices)
     swept = sorted({*batches, *chosen.values()})
-    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served(), calibration=calibration)
+    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served())
     out = out.filter(pl.col("fits") & pl.col("tokens_per_s_total").is_not_null())
     kept = pl.DataFrame({"gpu": list(chosen), "batch": list(chosen.values()), "chosen": [True] * len(chosen)}, schema=_KEPT)
     return (

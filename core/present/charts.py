@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
 import polars as pl
 
+from core.model.predicted import NAMES
 from core.model.roofline import roof_lines
 from core.present.label_layout import Label, Plot, leader, place
 
@@ -543,7 +545,7 @@ def measured_roofline_chart(
     """Log-log roofline with each measurement's predicted operating point (a ring) and its measured point.
 
     `roofs` comes from core.model.roofline.roof_lines (kinds "datasheet" and, from a
-    calibration, "empirical"). Either `compared` is a comparison
+    refit, "empirical"). Either `compared` is a comparison
     (core.evidence.compare.compare: point_intensity, predicted_flops_per_gpu,
     achieved_flops_per_gpu, status), one ring and one point per row, or it and
     `rings` are marks already aggregated (core.present.figures.measured_marks:
@@ -631,18 +633,19 @@ def throughput_batch_chart(
     height: int = 380,
     subtitle: str = "",
 ) -> alt.LayerChart:
-    """Tokens/s against batch (log-log): the predicted ceiling per setup (solid), calibrated (dashed), measured points,
+    """Tokens/s against batch (log-log): the ceiling per setup (solid), what the framework is expected to reach (dashed),
+    measured points,
     each in its setup's colour (one scale, legend "Setup"), a point above its ceiling a red cross.
 
     `compared`: a comparison (core.evidence.compare.compare, one point per
     decode or serving row) or marks already aggregated
     (core.present.figures.batch_marks: series, batch, tokens_per_s, status, phase, label, n); None draws no points.
     """
-    long_cols = ["predicted_tokens_per_s"] + (["calibrated_tokens_per_s"] if "calibrated_tokens_per_s" in curves.columns else [])
+    long_cols = ["predicted_tokens_per_s"] + (["expected_tokens_per_s"] if "expected_tokens_per_s" in curves.columns else [])
     lines = (
         curves.unpivot(index=["series", "batch"], on=long_cols, variable_name="kind", value_name="tokens_per_s")
         .with_columns(
-            pl.col("kind").replace({"predicted_tokens_per_s": "datasheet ceiling", "calibrated_tokens_per_s": "calibrated model"})
+            pl.col("kind").replace({"predicted_tokens_per_s": "datasheet ceiling", "expected_tokens_per_s": "expected (predicted model)"})
         )
         .pipe(positive, "batch", "tokens_per_s")
     )
@@ -668,7 +671,7 @@ def throughput_batch_chart(
     x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=log_axis("Batch / concurrency (sequences)", decades=False))
     y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), axis=log_axis("Output tokens/s (all sequences)"))
     setup = _by_accelerator("series", "Setup", alt.Legend(orient="bottom", columns=2, labelLimit=400))
-    kinds = [k for k in ("datasheet ceiling", "calibrated model") if k in set(lines["kind"].to_list())]
+    kinds = [k for k in ("datasheet ceiling", "expected (predicted model)") if k in set(lines["kind"].to_list())]
     line_layer = (
         alt.Chart(lines)
         .mark_line(strokeWidth=2)
@@ -709,16 +712,16 @@ def throughput_batch_chart(
     return chart
 
 
-def empirical_roofs(gpus: pl.DataFrame, precisions: list[str], calibration: pl.DataFrame) -> pl.DataFrame:
-    """Datasheet roofs plus, per accelerator with an accepted fit, the fitted ("empirical") roof."""
+def empirical_roofs(gpus: pl.DataFrame, precisions: list[str], cells: Sequence[Any] = ()) -> pl.DataFrame:
+    """Datasheet roofs plus, per accelerator with an accepted refit (core.evidence.refit.CellFit), its refitted
+    ("empirical") roof: the GEMMs' achieved share of bandwidth and of the peak."""
     frames = [roof_lines(gpus, precisions)]
-    for cal in calibration.iter_rows(named=True):
-        if cal.get("accepted") is False:  # a refused fit (core.evidence.calibration.refusal) draws no roof
+    for cell in cells:
+        if not cell.accepted:  # a refused refit (core.evidence.refit.refusal) draws no roof
             continue
-        eb, ec = cal.get("eff_bandwidth"), cal.get("eff_compute") or 1.0
-        if eb is None or math.isnan(eb) or eb <= 0:
-            continue
-        fitted = roof_lines(gpus.filter(pl.col("id") == cal["gpu"]), precisions, eff_bandwidth=min(eb, 0.999999), eff_compute=min(ec, 1.0))
+        p = dict(zip(NAMES, cell.parameters, strict=True))
+        eb, ec = p["eta_mem_gemm"], p["eta_compute_gemm"]
+        fitted = roof_lines(gpus.filter(pl.col("id") == cell.gpu), precisions, eff_bandwidth=min(eb, 0.999999), eff_compute=min(ec, 1.0))
         frames.append(
             fitted.filter(pl.col("roof") == "derated").with_columns(
                 pl.lit("empirical").alias("roof"), pl.col("series").str.replace(r"\(derated\)", "(empirical)", literal=False)

@@ -18,9 +18,9 @@ import altair as alt
 import polars as pl
 
 from core.catalogue.catalogue import PRODUCT_SCHEMA, Catalogue, filter_table
-from core.evidence.calibration import compare_calibrated
-from core.evidence.compare import PREDICT_COLUMNS, batch_curves, summary
+from core.evidence.compare import PREDICT_COLUMNS, batch_curves, compare_scenarios, summary
 from core.evidence.probes import made_from_probe
+from core.evidence.refit import Refit, expected, expected_rates, refit
 from core.model.ceilings import ceiling, ceilings_by_batch, operation_table
 from core.model.result import Ceiling
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_points, ridge_table, roof_lines
@@ -74,7 +74,7 @@ def roofline_view(cat: Catalogue, sc: Scenario, overlay: Sequence[str], precisio
     used = ladder[1].compute_used or "bf16"
     gpus = cat.gpus.filter(pl.col("id").is_in([sc.gpu, *overlay]))
     roofs = roof_lines(gpus, list(precisions) or [used])
-    if sc.eff_bandwidth < 1.0 or sc.eff_compute < 1.0:  # the scenario's efficiencies (a calibration's too) derate its own accelerator only
+    if sc.eff_bandwidth < 1.0 or sc.eff_compute < 1.0:  # the scenario's efficiencies derate its own accelerator only
         own = roof_lines(
             gpus.filter(pl.col("id") == sc.gpu), list(precisions) or [used], eff_bandwidth=sc.eff_bandwidth, eff_compute=sc.eff_compute
         )
@@ -302,12 +302,9 @@ def compare_view(
     load: Load | None = None,
     sort_by: str = "usd_per_million_tokens",
     title: str = "",
-    calibration: Mapping[str, Mapping[str, float]] | None = None,
 ) -> CompareView:
-    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show.
-
-    `calibration`: per accelerator id, a fit's Scenario fields, applied to that accelerator only."""
-    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices, "calibration": calibration}
+    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show."""
+    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices}
     table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, load=load, sort_by=sort_by, **kw)
     met = int((table["status"] == "ok").sum())
     chart = comparison_bars(table, title=title).to_dict(validate=False) if met else None
@@ -346,33 +343,41 @@ MAX_MARKS = 10_000
 
 @dataclass(frozen=True)
 class MeasuredView:
-    """One dataset against the model: comparison, calibration (None when off), display table, summary
-    (core.evidence.compare.summary) and what the two charts draw (at most about MAX_MARKS marks each)."""
+    """One dataset against the model: the comparison with the ceiling and with what the framework is expected to reach,
+    the refit (None when off), the display table, the summary (core.evidence.compare.summary) and what the two charts
+    draw (at most about MAX_MARKS marks each)."""
 
-    cal: pl.DataFrame | None
-    cmp: pl.DataFrame  # core.evidence.compare.compare, less the model's step figures (_STEP_INTERNALS); flags as categories
+    refit: Refit | None
+    cmp: pl.DataFrame  # core.evidence.compare.compare with the expected columns, less the model's step figures; flags as categories
     table: pl.DataFrame  # core.present.tables.comparison_table, its flags as categories
     summary: dict[str, Any] = field(default_factory=dict)
-    roofs: pl.DataFrame | None = None  # datasheet and (accepted fits') empirical roofs
+    roofs: pl.DataFrame | None = None  # datasheet and (accepted refits') empirical roofs
     rings: pl.DataFrame | None = None  # predicted operating points: one per scenario (or bin)
     points: pl.DataFrame | None = None  # measured points: each row, or the median of each scenario (or bin)
     curves: pl.DataFrame | None = None  # core.evidence.compare.batch_curves
     batch_points: pl.DataFrame | None = None  # measured tokens/s against batch, like `points`
     note: str = ""  # how the marks were aggregated ("" when every row is its own mark)
+    framework: str = "vLLM"
 
 
-def measured_view(cat: Catalogue, rows: pl.DataFrame, calibrated: bool) -> MeasuredView:
-    """A dataset's measurements against their ceilings, with the calibrated model when asked for: compared once,
-    fitted once (core.evidence.calibration.compare_calibrated), and the charts' marks aggregated here."""
-    cmp, cal = compare_calibrated(cat, rows, calibrated)
-    accepted = cal.filter(pl.col("accepted")) if cal is not None else pl.DataFrame()
-    if not cmp.height:
-        return MeasuredView(cal, cmp, cmp)
+def measured_view(cat: Catalogue, rows: pl.DataFrame, refitted: bool, framework: str = "vLLM") -> MeasuredView:
+    """A dataset's measurements against their ceilings and against what `framework` is expected to reach (the catalogue's
+    predictor), refitted on the dataset when asked for (core.evidence.refit): compared once, refitted once, the rows
+    predicted before and after, and the charts' marks aggregated here."""
+    if not rows.height:
+        return MeasuredView(None, rows, rows, framework=framework)
+    cmp, _ = compare_scenarios(cat, rows)
+    cmp = expected(cat, cmp, framework)
+    fit = refit(cat, cmp, framework) if refitted else None
+    if fit is not None and fit.accepted:
+        after = expected(cat, cmp.drop("expected_tokens_per_s", "expected_ttft_s", "expected_ratio"), framework, fit.predictor)
+        cmp = cmp.with_columns(after["expected_tokens_per_s"].alias("refit_tokens_per_s"), after["expected_ratio"].alias("refit_ratio"))
     precisions = sorted(set(cmp["compute_used"].drop_nulls().to_list())) or ["bf16"]
     gpus = cat.gpus.filter(pl.col("id").is_in(cmp["gpu"].unique().to_list()))
-    roofs = empirical_roofs(gpus, precisions, accepted)
+    roofs = empirical_roofs(gpus, precisions, fit.cells if fit is not None else ())
     rings, points, roof_note = measured_marks(cmp)
-    curves = batch_curves(cat, cmp, cal)
+    curve_fit = fit.predictor if fit is not None and fit.accepted else None
+    curves = batch_curves(cat, cmp, expected_rates(cat, framework, curve_fit) if cat.predictor is not None else None)
     batch_points, batch_note = batch_marks(cmp, MAX_MARKS - curves.height)
     note = roof_note or batch_note
     # text columns of few distinct values (accelerator, model, formats, phase, status, flags) as categories: stored once each
@@ -382,7 +387,7 @@ def measured_view(cat: Catalogue, rows: pl.DataFrame, calibrated: bool) -> Measu
     kept = kept.with_columns(
         *(pl.col(c).cast(pl.Categorical) for c, t in kept.schema.items() if t == pl.String), pl.col("flags").cast(pl.List(pl.Categorical))
     )
-    return MeasuredView(cal, kept, table, summary(cmp), roofs, rings, points, curves, batch_points, note)
+    return MeasuredView(fit, kept, table, summary(cmp), roofs, rings, points, curves, batch_points, note, framework)
 
 
 #: The model's step figures behind a comparison, which the view does not keep: the page caches the view (pickled on every
@@ -559,7 +564,7 @@ def measured_charts(cat: Catalogue, rows: pl.DataFrame, view: MeasuredView) -> t
     drawn from the view's marks (at most about MAX_MARKS each; the view says how they were aggregated). `rows` (the
     dataset's) is used only for a view made without marks."""
     if view.roofs is None or view.rings is None or view.points is None or view.curves is None:
-        view = measured_view(cat, rows, view.cal is not None)
+        view = measured_view(cat, rows, view.refit is not None, view.framework)
     assert view.roofs is not None and view.rings is not None and view.points is not None and view.curves is not None
     names = dict(cat.gpus.select("id", "name").iter_rows())
     points = view.points.with_columns(pl.col("accelerator").replace(names)) if "accelerator" in view.points.columns else view.points
@@ -570,7 +575,7 @@ def measured_charts(cat: Catalogue, rows: pl.DataFrame, view: MeasuredView) -> t
         rings=view.rings,
         subtitle=view.note,
     )
-    title = "Tokens/s against batch: predicted ceiling, calibrated model, measured"
+    title = f"Tokens/s against batch: the ceiling, what {view.framework} is expected to reach, measured"
     batch_chart = (
         None if view.curves.is_empty() else throughput_batch_chart(view.curves, view.batch_points, title=title, subtitle=view.note)
     )

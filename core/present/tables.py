@@ -238,8 +238,11 @@ def comparison_table(cmp: pl.DataFrame) -> pl.DataFrame:
         (pl.col("mbu") * 100).alias("MBU (%)"),
         (pl.col("mfu") * 100).alias("MFU (%)"),
     ]
-    if "calibrated_tokens_per_s" in cmp.columns:
-        cols.append(pl.col("calibrated_tokens_per_s").alias("calibrated (tokens/s)"))
+    if "expected_tokens_per_s" in cmp.columns:
+        cols.append(pl.col("expected_tokens_per_s").alias("expected (tokens/s)"))
+        cols.append((pl.col("expected_ratio") * 100).alias("measured / expected (%)"))
+    if "refit_tokens_per_s" in cmp.columns:
+        cols.append(pl.col("refit_tokens_per_s").alias("expected after your refit (tokens/s)"))
     cols += [
         (pl.col("ttft_s") * 1e3).alias("TTFT (ms)"),
         (pl.col("tpot_s") * 1e3).alias("TPOT (ms)"),

@@ -16,7 +16,7 @@ from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
 from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, evidence_panel, expected_metrics, keep_options, show_chart
-from pages.shared.widgets import calibrated_inputs, scenario_input
+from pages.shared.widgets import derating_inputs, scenario_input
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
@@ -40,7 +40,7 @@ with st.expander("Options: speculative decoding, efficiency, memory reserve, pri
     drafts = list(dict.fromkeys(drafts))
     keep_options("spec_draft_model", drafts)
     scenario_input("spec_draft_model", c1, options=drafts, format_func=names.__getitem__)
-    calibrated_inputs({"eff_bandwidth": c2, "eff_compute": c2, "overhead_s": c3})
+    derating_inputs({"eff_bandwidth": c2, "eff_compute": c2, "overhead_s": c3})
     scenario_input("reserve_fraction", c3)
     scenario_input("usd_per_gpu_hour", c4)
 

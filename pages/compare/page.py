@@ -19,10 +19,9 @@ from core.present.report import Section
 from core.present.tables import prices_display
 from core.present.text import escape_markdown, plural, sig
 from pages.shared.data import HASH_FUNCS, catalogue
-from pages.shared.params import calibration_factors, labels, presenting, scenario
+from pages.shared.params import labels, presenting, scenario
 from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, evidence_panel, show_chart
-from pages.shared.widgets import CALIBRATED
 
 MODES = ["fixed batch", "service target"]
 PAY = ["rent", "buy"]
@@ -43,7 +42,6 @@ def figures(
     load: Load | None,
     sort_by: str,
     title: str,
-    calibration: Mapping[str, Mapping[str, float]] | None = None,
 ) -> CompareView:
     return compare_view(
         cat,
@@ -57,7 +55,6 @@ def figures(
         load=load,
         sort_by=sort_by,
         title=title,
-        calibration=calibration,
     )
 
 
@@ -102,9 +99,9 @@ if not presenting():
         "are chosen here: per accelerator the cheapest configuration (GPUs × batch, tensor parallel within one scale-up domain)."
     )
 cat = catalogue()
-# the workload is the sidebar's without its accelerator's calibrated factors: a fit applies to the accelerator it was fitted on
-# (passed per accelerator below), never to every accelerator compared
-sc = scenario().model_copy(update={name: default(name) for name in CALIBRATED})
+# the workload is the sidebar's without the ceiling's derating: the search runs on the predicted model (a refit of the
+# user's own accelerator included), the ceiling beside it as the bound
+sc = scenario().model_copy(update={name: default(name) for name in ("eff_bandwidth", "eff_compute", "overhead_s")})
 names = labels(cat, "accelerator")
 box = st.expander("Controls: accelerators, workload, target, sort, rent or buy, load", expanded=False) if presenting() else st.container()
 
@@ -306,17 +303,15 @@ with st.expander(f"Prices used: {unit}. Published medians unless you type yours"
         )
     st.caption("A price older than 12 months, or undated, is marked. All of them, with their notes: `python -m core.cli prices --json`.")
 
-for kind in PAY:  # every run, as the calibration's factors: the link always says the prices typed
+for kind in PAY:  # every run: the link always says the prices typed
     _keep_prices(kind, typed[kind])
 
 goal = f"TPOT ≤ {tpot_ms:g} ms, TTFT ≤ {ttft_s:g} s" if targeted else f"batch {sc.batch}"
 title = f"{cat.model(sc.model).name} ({sc.weights}, KV {sc.kv}), {goal}"
-fitted = {g: f for g in picked if (f := calibration_factors(g))}  # each accelerator's own fit, where it has one
-if fitted:
-    st.caption(
-        f"Calibrated model (sidebar) on {', '.join(escape_markdown(names[g]) for g in fitted)} only, where it was fitted; "
-        "every other accelerator is at its datasheet figures."
-    )
+st.caption(
+    f"Searched on what {escape_markdown(sc.framework)} (sidebar: Framework) is expected to reach: the predicted model's TPOT and "
+    "TTFT against the target, its held-out error in the table, the ceiling beside it as the bound."
+)
 fig = figures(
     cat,
     tuple(picked),
@@ -329,7 +324,6 @@ fig = figures(
     load,
     sort_by,
     title,
-    fitted,
 )
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"

@@ -19,7 +19,7 @@ from pages.roofline.terms import explain_terms
 from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
 from pages.shared.params import labels, presenting, scenario
 from pages.shared.ui import chart_exports, data_table, evidence_panel, folded, keep_options, show_chart
-from pages.shared.widgets import calibrated_inputs
+from pages.shared.widgets import derating_inputs
 
 PRECISIONS = ["fp4", "fp6", "fp8", "int8", "bf16", "fp16", "tf32", "fp32"]
 
@@ -59,7 +59,7 @@ precisions = c2.multiselect(
     placeholder="the scenario's compute format",
     help="Compute roofs to draw (dense peaks); empty: the format the scenario computes in. Unsupported precisions draw no roof.",
 )
-calibrated_inputs({"eff_bandwidth": c3, "eff_compute": c3})
+derating_inputs({"eff_bandwidth": c3, "eff_compute": c3})
 
 sc, lines = scenario(), (tuple(overlay), tuple(precisions))
 FRAME_S = 0.35  # how long Play shows each batch of the sweep

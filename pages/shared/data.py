@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue, load_catalogue
 from core.evidence.predictor import with_predictor
+from core.evidence.refit import with_shift_text
 from core.model.scenario import Scenario
 from core.present.figures import RooflineView, roofline_view
 from core.store import SessionStore, Store, get_store
+from pages.shared.params import refit_on
 
 #: hash_funcs for st.cache_data: a catalogue by its store and generation (a write makes a new one).
 HASH_FUNCS = {Catalogue: lambda cat: cat.key}
@@ -45,7 +49,26 @@ def catalogue(*, datasheet: bool = False) -> Catalogue:
     show both.
     """
     cat = _predicting(load_catalogue(store()))
+    held = refit_on()
+    if held:  # the user's refit of their accelerators and frameworks on top of the shipped fit
+        cat = _refitted(cat, held["text"])
     return cat.measured() if st.session_state.get("measured") and not datasheet else cat
+
+
+def _refitted(cat: Catalogue, text: str) -> Catalogue:
+    key = (cat.key, text)
+    held = _REFITTED.get(key)
+    if held is None:
+        predictor, problems = with_shift_text(cat.predictor, text)
+        for problem in problems:
+            st.warning(problem, icon=":material/link_off:")
+        held = with_predictor(cat, predictor, tag="refit:" + hashlib.sha256(text.encode()).hexdigest()[:12])
+        _REFITTED.clear()
+        _REFITTED[key] = held
+    return held
+
+
+_REFITTED: dict[tuple[str, str], Catalogue] = {}
 
 
 def _predicting(cat: Catalogue) -> Catalogue:

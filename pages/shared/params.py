@@ -12,8 +12,8 @@ Streamlit writes a selection as its label, so a link names an accelerator
 or a model by its name ("NVIDIA H100 SXM5 80GB"); `open_link` still accepts
 the ids older links and the CLI use (`gpu=h100-sxm`), comma-separated lists
 and `present=1`, rewriting such a link once, and names what it cannot use.
-The calibrated model's factors are the one parameter written by hand
-(`cal`): they come from a fit, not from a widget.
+A refit of the predicted model on the user's own measurements is the one
+parameter written by hand (`refit`): it comes from a fit, not from a widget.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ LINKS: tuple[Link, ...] = (
     Link("sw_bound", ("sweep",)),
     Link("sw_fits", ("sweep",), toggle=True),
     Link("sw_domain", ("sweep",), toggle=True),
-    Link("ms_calibrate", ("measured",), toggle=True),
+    Link("ms_refit", ("measured",), toggle=True, older=("ms_calibrate",)),
     Link("ms_view", ("measured",), shown=MEASURED_VIEWS),
     Link("ms_ref_gpus", ("measured",), picks="accelerator", many=True),
     Link("ms_ref_models", ("measured",), picks="model", many=True),
@@ -116,7 +116,8 @@ LINKS: tuple[Link, ...] = (
     Link("ms_sc_metric", ("measured",), shown=METRIC_LABELS),
 )
 BY_KEY = {link.key: link for link in LINKS}
-CAL = "cal"  # the calibrated model's factors: eff_bandwidth,eff_compute,overhead_s
+REFIT = "refit"  # the refit's shifts, per accelerator and framework (core.evidence.refit.shift_text)
+CAL = "cal"  # an older link's calibrated factors: no longer read (said so)
 
 
 def key_of(name: str) -> str:
@@ -146,18 +147,13 @@ def current_page() -> str:
 
 
 def scenario(**fixed: Any) -> Scenario:
-    """The Scenario of the widgets this page and the sidebar draw (every other field at its default).
-
-    With the calibrated model switched on, its efficiencies and overhead for
-    the scenario's accelerator replace the page's own. `fixed` values win.
-    """
+    """The Scenario of the widgets this page and the sidebar draw (every other field at its default); `fixed` values win."""
     page, values = current_page(), {}
     for name in FIELDS:
         key = key_of(name)
         if key in BY_KEY and owned(key, page) and key in st.session_state:
             value = st.session_state[key]
             values[name] = value * param(name).scale if param(name).scale != 1 and value is not None else value
-    values.update(calibration_factors(values.get("gpu", default("gpu"))))
     values.update(fixed)
     return Scenario.model_validate(values)
 
@@ -208,29 +204,27 @@ def restore_sidebar(cat: Catalogue) -> None:
             st.session_state[key] = value
 
 
-# -- the calibrated model ------------------------------------------------------------
+# -- the refit on your own measurements ----------------------------------------------------------
 
 
-def set_calibration(fits: dict[str, dict[str, float]], source: str) -> None:
-    """Offer fitted efficiencies (per accelerator id) to every page; the sidebar switches them on."""
-    st.session_state["calibration"] = {"fits": fits, "source": source}
+def set_refit(text: str, source: str) -> None:
+    """Offer a refit (core.evidence.refit.shift_text) to every page; the sidebar switches it on."""
+    st.session_state["refit"] = {"text": text, "source": source}
 
 
-def calibration_factors(gpu: str) -> dict[str, float]:
-    """eff_bandwidth, eff_compute and overhead_s of the calibrated model for an accelerator, when switched on."""
-    cal = st.session_state.get("calibration")
-    if not cal or not st.session_state.get("use_calibration"):
-        return {}
-    return dict(cal["fits"].get(gpu) or {})
+def refit_on() -> dict[str, str] | None:
+    """The refit in use ({"text", "source"}), or None when there is none or it is switched off."""
+    held = st.session_state.get("refit")
+    return held if held and st.session_state.get("use_refit") else None
 
 
-def write_calibration(gpu: str) -> None:
-    """Keep the calibrated model's factors in the link while it is on."""
-    factors = calibration_factors(gpu)
-    if factors:
-        st.query_params[CAL] = ",".join(f"{factors[k]:.4g}" for k in ("eff_bandwidth", "eff_compute", "overhead_s"))
-    elif CAL in st.query_params:
-        del st.query_params[CAL]
+def write_refit() -> None:
+    """Keep the refit in the link while it is on."""
+    held = refit_on()
+    if held:
+        st.query_params[REFIT] = held["text"]
+    elif REFIT in st.query_params:
+        del st.query_params[REFIT]
 
 
 # -- links --------------------------------------------------------------------------
@@ -250,8 +244,15 @@ def open_link(cat: Catalogue, page: Any, *, move: bool = False) -> None:
     st.session_state["_link_opened"] = True
     given = {k: st.query_params.get_all(k) for k in st.query_params}
     current, messages = _current_form(cat, given)
+    if REFIT in current:
+        set_refit(current[REFIT][-1], "the shared link")
+        st.session_state["use_refit"] = True
     if CAL in current:
-        _calibration_from_link(current[CAL][-1], current.get("gpu", [default("gpu")])[-1], cat, messages)
+        messages.append(
+            "link parameter cal= is a calibration of an earlier version, which the predicted model replaces; ignored "
+            "(refit your dataset on the Measured vs predicted page)"
+        )
+        del current[CAL]
     st.session_state["_link_messages"] = messages
     st.session_state["_link_given"] = current  # compared with what the widgets took, after the first run
     if current != given or move:  # one switch, to `page` (move: the link's address is another page's)
@@ -287,18 +288,6 @@ def _current_form(cat: Catalogue, given: dict[str, list[str]]) -> tuple[dict[str
         if values:
             out[link.key] = values
     return out, messages
-
-
-def _calibration_from_link(raw: str, gpu: str, cat: Catalogue, messages: list[str]) -> None:
-    try:
-        bw, comp, over = (float(x) for x in raw.split(","))
-    except ValueError:
-        messages.append(f"link parameter cal={raw!r} could not be read; ignored")
-        return
-    gpu_id = next((g for g, name in labels(cat, "accelerator").items() if gpu in (g, name)), default("gpu"))
-    fit = {"eff_bandwidth": min(max(bw, 0.01), 1.0), "eff_compute": min(max(comp, 0.01), 1.0), "overhead_s": max(over, 0.0)}
-    set_calibration({gpu_id: fit}, "the shared link")
-    st.session_state["use_calibration"] = True
 
 
 def note_refused_values(cat: Catalogue) -> list[str]:

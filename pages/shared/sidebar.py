@@ -1,4 +1,4 @@
-"""The shared sidebar: the scenario's controls, presentation mode, the calibrated model, the link and the report."""
+"""The shared sidebar: the scenario's controls, presentation mode, the refit on your data, the link and the report."""
 
 from __future__ import annotations
 
@@ -18,13 +18,12 @@ from core.present.report import Section, report_html
 from core.present.text import escape_markdown
 from pages.shared.data import catalogue
 from pages.shared.params import (
-    calibration_factors,
     current_page,
     link_messages,
     presenting,
     scenario,
     share_link,
-    write_calibration,
+    write_refit,
 )
 from pages.shared.widgets import accelerator_input, format_input, model_input, scenario_input
 
@@ -59,7 +58,7 @@ def scenario_sidebar(cat: Catalogue) -> Any:
         if presenting():
             line.markdown(f"**{_summary(cat)}**")
         _measured_switch(cat)
-        _calibration_switch()  # after the accelerator's control: the fit offered is that accelerator's
+        _refit_switch()
     return notes
 
 
@@ -85,21 +84,20 @@ def _measured_switch(cat: Catalogue) -> None:
         st.caption(line or f"{escape_markdown(cat.gpu(scenario().gpu).name)} has no measured profile: its datasheet figures apply.")
 
 
-def _calibration_switch() -> None:
-    cal = st.session_state.get("calibration")
-    gpu = scenario().gpu
-    if st.session_state.get("measured"):  # fitted against the datasheet: not on top of measured roofs
-        st.session_state["use_calibration"] = False
+def _refit_switch() -> None:
+    """The refit of the predicted model on your measurements (the measured page offers it): on, every page predicts the
+    refitted accelerators and frameworks with it; off, with the shipped fit."""
+    held = st.session_state.get("refit")
+    if not held:
+        st.session_state["use_refit"] = False
         return
-    if not cal or gpu not in cal["fits"]:
-        st.session_state["use_calibration"] = False
-        return
-    fit = cal["fits"][gpu]
+    cells = [part.split("|")[:2] for part in held["text"].split(";") if part]
     st.toggle(
-        "Calibrated model",
-        key="use_calibration",
-        help=f"Use the efficiencies fitted from {cal['source']} for this accelerator on every page: bandwidth {fit['eff_bandwidth']:.0%}, "
-        f"compute {fit['eff_compute']:.0%}, {fit['overhead_s'] * 1e3:.2f} ms per step.",
+        "Refit on your data",
+        key="use_refit",
+        help=f"Predict with the model refitted on {held['source']} for "
+        + ", ".join(f"{g} with {f}" for g, f in cells)
+        + " (each refit applies to its own accelerator and framework only; the ceiling does not change).",
     )
 
 
@@ -136,7 +134,7 @@ def share_panel(cat: Catalogue) -> None:
     The report is of the page being viewed: the scenario and sections the page registered this run
     (`report_of_page`), else the page's scenario (the roofline's chart with its overlays is added here)."""
     sc = scenario()
-    write_calibration(sc.gpu)
+    write_refit()
     held = st.session_state.pop(_REPORT, None)
     held = held if held and held["page"] == current_page() else {"title": "", "scenario": None, "sections": ()}
     page, report_sc = held["title"], held["scenario"] or sc
@@ -168,7 +166,5 @@ def share_panel(cat: Catalogue) -> None:
             help="One self-contained HTML file of this page as it is: its scenario's headline figures, what the page shows "
             "(tables, charts as SVG), the per-operation table, assumptions and sources.",
         )
-    if calibration_factors(sc.gpu):
-        st.sidebar.caption(
-            f"Calibrated model on: bandwidth {sc.eff_bandwidth:.0%}, compute {sc.eff_compute:.0%}, {sc.overhead_s * 1e3:.2f} ms per step."
-        )
+    if st.session_state.get("use_refit"):
+        st.sidebar.caption("Refit on your data: on (predictions of the refitted accelerators use it).")

@@ -36,17 +36,21 @@ def expected_metrics(r: Any, where: Any = st) -> None:
     cols = where.columns(4)
     help_ = help_text(r)
     off = {"delta_color": "off", "delta_arrow": "off"}
-    cols[0].metric("Tokens/s per user", si(r.predicted_tokens_per_s_per_user) if r.predicted_tokens_per_s_per_user else DASH, help=help_)
+    cols[0].metric(
+        "Expected tokens/s per user", si(r.predicted_tokens_per_s_per_user) if r.predicted_tokens_per_s_per_user else DASH, help=help_
+    )
     cols[1].metric(
-        "Tokens/s total",
+        "Expected tokens/s total",
         si(r.predicted_tokens_per_s_total) if r.predicted_tokens_per_s_total else DASH,
         delta=f"{band_text(r.predicted_error)} held out",
         help=help_,
         **off,
     )
-    cols[2].metric("Time per token", duration(r.predicted_tpot_s) if r.predicted_tpot_s else DASH, delta=_share(r), help=help_, **off)
+    cols[2].metric(
+        "Expected time per token", duration(r.predicted_tpot_s) if r.predicted_tpot_s else DASH, delta=_share(r), help=help_, **off
+    )
     cols[3].metric(
-        "Time to first token",
+        "Expected TTFT",
         duration(r.predicted_ttft_s),
         delta=f"{band_text(r.predicted_ttft_error)} held out",
         help=expected_ttft(r) + ". The ceiling's TTFT is one prompt alone at the datasheet roofs.",

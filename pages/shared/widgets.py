@@ -15,7 +15,7 @@ import streamlit as st
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.precisions import COMPUTE_FORMATS, FORMATS
 from core.model.scenario import bounds, default, field_type, param
-from pages.shared.params import AUTO, calibration_factors, key_of, labels, scenario
+from pages.shared.params import AUTO, key_of, labels
 from pages.shared.ui import keep_options
 
 
@@ -73,18 +73,7 @@ def format_input(name: str, where: Any = st) -> Any:
     return scenario_input(name, where, options=list(FORMATS))
 
 
-#: The fields the calibrated model sets.
-CALIBRATED = ("eff_bandwidth", "eff_compute", "overhead_s")
-
-
-def calibrated_inputs(where: dict[str, Any]) -> None:
-    """The controls of the calibrated fields in `where` (field -> container); while the calibrated model is on for the
-    scenario's accelerator they are disabled, and a caption under the first says which values apply."""
-    factors = calibration_factors(scenario().gpu)
+def derating_inputs(where: dict[str, Any]) -> None:
+    """The controls of the ceiling's derating fields (efficiencies, overhead) in `where` (field -> container)."""
     for name, box in where.items():
-        scenario_input(name, box, disabled=bool(factors))
-    if factors:
-        next(iter(where.values())).caption(
-            f"Calibrated model on (sidebar): bandwidth {factors['eff_bandwidth']:.0%}, compute {factors['eff_compute']:.0%}, "
-            f"{factors['overhead_s'] * 1e3:.2f} ms per step."
-        )
+        scenario_input(name, box)

@@ -30,6 +30,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "batch": (["48"], 48),
     "context": (["16384"], 16384),
     "prompt": (["512"], 512),
+    "framework": (["SGLang"], "SGLang"),
     "present": (["true"], True),
     "measured": (["true"], True),
     "rf_compare": (["mi300x", "a100-80gb-sxm"], ["mi300x", "a100-80gb-sxm"]),
@@ -73,7 +74,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "sw_bound": (["compute"], "compute"),
     "sw_fits": (["false"], False),
     "sw_domain": (["false"], False),
-    "ms_calibrate": (["false"], False),
+    "ms_refit": (["false"], False),
     "ms_view": (["Your datasets"], "yours"),
     "ms_ref_gpus": (["h200-sxm", "gaudi2"], ["h200-sxm", "gaudi2"]),
     "ms_ref_models": (["llama-3.1-8b"], ["llama-3.1-8b"]),
@@ -104,7 +105,7 @@ def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_
         values = [labels(cat, BY_KEY[key].picks)[v] for v in values]
     # the sweep's 'at batch' picks among the batches swept, and the draft model needs a draft length
     extra = {"sw_batches": ["8", "64"]} if key == "sw_at_batch" else {"spec_draft_len": ["4"]} if key == "spec_draft_model" else {}
-    if key == "ms_calibrate":  # drawn in the view of your datasets
+    if key == "ms_refit":  # drawn in the view of your datasets
         extra = {"ms_view": ["Your datasets"]}
     at = open_page(page, **{key: values if len(values) > 1 else values[0]}, **{k: v for k, v in extra.items()})
     held = at.session_state[key]

@@ -13,7 +13,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_server, page):
-    """generic.csv: 11 measurements, one above its ceiling (warned, flagged), calibration table, two charts."""
+    """generic.csv: 11 measurements, one above its ceiling (warned, flagged), the refit's table, two charts."""
     page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
     wait_ready(page)
     page.get_by_text("No datasets of yours yet").wait_for()
@@ -27,7 +27,7 @@ def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_s
     page.get_by_text("Imported 11 measurements (generic-csv) as H100 and A100 decode").wait_for(timeout=60_000)
     wait_ready(page)
     page.get_by_text("Rows above their ceiling: 1 measurement, drawn as red crosses").wait_for()
-    page.locator("[data-testid='stDataFrame']").nth(1).wait_for()  # comparison and calibration tables
+    page.locator("[data-testid='stDataFrame']").nth(1).wait_for()  # comparison and refit tables
     page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()  # roofline and tokens/s against batch
     assert page.locator("[data-testid='stVegaLiteChart']").count() == 2
     metrics = page.locator("[data-testid='stMetricValue']").all_inner_texts()
@@ -39,8 +39,8 @@ def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_s
     screenshot(page, "measured-roofline")
     page.locator("[data-testid='stVegaLiteChart']").nth(1).scroll_into_view_if_needed()
     screenshot(page, "measured-batch-curves")
-    page.get_by_text("Calibration", exact=True).scroll_into_view_if_needed()
-    screenshot(page, "measured-calibration")
+    page.get_by_text("Refit of the predicted model", exact=True).scroll_into_view_if_needed()
+    screenshot(page, "measured-refit")
 
 
 def test_a_bad_file_is_refused_with_file_row_column_and_problem(fresh_server, page, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html.parser
 import re
+import urllib.parse
 
 import pytest
 from playwright.sync_api import expect
@@ -116,35 +117,43 @@ def _metric_value(page, label: str) -> str:  # type: ignore[no-untyped-def]
     return str(box.locator("[data-testid='stMetricValue']").inner_text())
 
 
-def test_a_calibrated_link_on_another_accelerator_opens_calibrated_in_a_new_browser(fresh_server, browser, tmp_path):
-    """An older-form link (id, present=1) carrying a calibrated model for an MI300X, opened as the first request of a
-    fresh server in a new browser context: the calibration is on, the ceiling is the calibrated one, and the share
-    link carries the factors on."""
+def test_a_refit_link_on_another_accelerator_opens_refitted_in_a_new_browser(fresh_server, browser, tmp_path):
+    """An older-form link (id, present=1) carrying a refit of the predicted model for an MI300X with SGLang, opened as the
+    first request of a fresh server in a new browser context: the refit is on, the expected figure is the refitted one, the
+    ceiling does not move, and the share link carries the refit."""
+    import numpy as np
+
     from core.catalogue.catalogue import load_catalogue
+    from core.evidence.predictor import with_predictor
+    from core.evidence.refit import with_shift_text
+    from core.model import predicted as pm
     from core.model.ceilings import ceiling
     from core.model.scenario import Scenario
     from core.present.text import si
     from core.store import Store
 
-    cat = load_catalogue(Store(tmp_path / "here.duckdb"))
-    calibrated = ceiling(cat, Scenario(gpu="mi300x", model="llama-3.1-70b", batch=4, eff_bandwidth=0.8, overhead_s=0.0004))
-    datasheet = ceiling(cat, Scenario(gpu="mi300x", model="llama-3.1-70b", batch=4))
+    shift = np.zeros(pm.NP)
+    shift[pm.P["eta_mem_gemm"]] = -1.0
+    text = "mi300x|SGLang|" + ",".join(f"{x:g}" for x in shift)
+    cat = with_predictor(load_catalogue(Store(tmp_path / "here.duckdb")))
+    sc = Scenario(gpu="mi300x", model="llama-3.1-70b", batch=4, framework="SGLang")
+    refitted = ceiling(cat, sc, predictor=with_shift_text(cat.predictor, text)[0])
+    shipped = ceiling(cat, sc)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
-    page.goto(fresh_server.url("calculator?gpu=mi300x&model=llama-3.1-70b&batch=4&cal=0.8,1,0.0004&present=1"))
+    query = urllib.parse.urlencode({"gpu": "mi300x", "model": "llama-3.1-70b", "batch": 4, "framework": "SGLang", "refit": text})
+    page.goto(fresh_server.url(f"calculator?{query}&present=1"))
     wait_ready(page)
     page.get_by_text("What if: the three moves").wait_for()
     assert page.get_by_role("switch", name="Presentation mode").is_checked()
-    assert page.get_by_role("switch", name="Calibrated model").is_checked()
-    page.get_by_text("Options: speculative decoding").click()  # folded away in presentation mode
-    expect(page.get_by_text("Calibrated model on (sidebar): bandwidth 80%, compute 100%, 0.40 ms per step.")).to_be_visible()
-    expect(page.get_by_role("slider", name="Bandwidth efficiency")).to_be_disabled()
-    assert _metric_value(page, "Tokens/s per user") == si(calibrated.tokens_per_s_per_user)
-    assert si(calibrated.tokens_per_s_per_user) != si(datasheet.tokens_per_s_per_user)
+    assert page.get_by_role("switch", name="Refit on your data").is_checked()
+    assert _metric_value(page, "Expected tokens/s total") == si(refitted.predicted_tokens_per_s_total)
+    assert si(refitted.predicted_tokens_per_s_total) != si(shipped.predicted_tokens_per_s_total)
+    assert _metric_value(page, "Tokens/s per user") == si(shipped.tokens_per_s_per_user)  # the ceiling is the datasheet's
     link = share_link(page)
-    for part in ("gpu=mi300x", "model=llama-3.1-70b", "batch=4", "cal=0.8%2C1%2C0.0004", "present=true"):
+    for part in ("gpu=mi300x", "model=llama-3.1-70b", "batch=4", "framework=SGLang", "refit=mi300x%7CSGLang%7C", "present=true"):
         assert part in link, link
-    screenshot(page, "review-calibrated-link-mi300x")
+    screenshot(page, "review-refit-link-mi300x")
     context.close()
 
 

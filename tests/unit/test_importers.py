@@ -10,11 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from core.cli import main
-from core.evidence.calibration import calibrate
 from core.evidence.compare import compare
 from core.evidence.importers import ImportContext, dataset_rows, delete_dataset, import_file, list_datasets, parse_file, rename_dataset
 from core.evidence.matching import NoMatchError, match_accelerator, match_model
 from core.evidence.measurements import Measurement
+from core.evidence.predictor import with_predictor
+from core.evidence.refit import refit
 from core.store import Store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -189,8 +190,8 @@ def test_a_failed_write_rolls_back(tmp_path, monkeypatch):
     assert list_datasets(s).is_empty()
 
 
-def test_compare_and_calibrate_against_independent_numbers(store, cat):
-    """The fixture was generated at 82% bandwidth and 0.4 ms per step: ratio ~ 0.8, the fit finds both."""
+def test_compare_and_refit_against_independent_numbers(store, cat):
+    """The fixture was generated at 82% bandwidth and 0.4 ms per step: ratio ~ 0.8; the refit predicts its rows within 5%."""
     rows = parsed(store, "generic.csv", ImportContext()).rows
     cmp = compare(cat, rows)
     h100_b1 = cmp.filter((pl.col("gpu") == "h100-sxm") & (pl.col("row") == 1)).row(0, named=True)
@@ -198,10 +199,9 @@ def test_compare_and_calibrate_against_independent_numbers(store, cat):
     t_full = 1.0 / h100_b1["predicted_tokens_per_s"]
     assert h100_b1["ratio"] == pytest.approx(t_full / (t_full / 0.82 + 0.0004), rel=2e-3)
     assert cmp.filter(pl.col("row") == 11)["status"][0] == "above ceiling"
-    fit = calibrate(cat, rows)
-    assert fit.filter(pl.col("gpu") == "h100-sxm")["eff_bandwidth"][0] == pytest.approx(0.82, abs=0.002)
-    assert fit.filter(pl.col("gpu") == "a100-80gb-sxm")["eff_compute"][0] == pytest.approx(0.70, abs=0.005)
-    assert fit["r2"].min() > 0.999
+    fit = refit(with_predictor(cat), cmp, "vLLM")
+    assert {c.gpu for c in fit.accepted} == {"h100-sxm", "a100-80gb-sxm"}
+    assert all(c.points == 5 and c.mape_after < 0.05 < c.mape_before for c in fit.cells)
 
 
 def test_cli_import_json_and_errors(tmp_path, capsys):
@@ -229,27 +229,6 @@ def test_user_text_is_made_inert_for_markdown():
 
     shown = escape_markdown("[click](http://x) <b>*bold*</b> =cmd")
     assert "[" not in shown.replace("\\[", "") and "<" not in shown.replace("\\<", "") and "=" not in shown.replace("\\=", "")
-
-
-def test_calibration_fits_become_scenario_factors():
-    """A fitted table turns into per-accelerator Scenario fields; unfitted compute is 1, efficiencies are capped at 1."""
-    import polars as pl
-
-    from core.evidence.calibration import calibration_fits
-
-    cal = pl.DataFrame(
-        {
-            "gpu": ["h100-sxm", "a100-80gb-sxm", "l4"],
-            "eff_bandwidth": [0.82, 1.07, None],
-            "eff_compute": [None, 0.7, 0.5],
-            "overhead_s": [0.0004, 0.0, 0.001],
-        }
-    )
-    fits = calibration_fits(cal)
-    assert fits == {
-        "h100-sxm": {"eff_bandwidth": 0.82, "eff_compute": 1.0, "overhead_s": 0.0004},
-        "a100-80gb-sxm": {"eff_bandwidth": 1.0, "eff_compute": 0.7, "overhead_s": 0.0},
-    }
 
 
 @pytest.mark.parametrize("ending", [b"\n\n", b"\n\n\n", b"\r\n\r\n", b"\n \t\n"])

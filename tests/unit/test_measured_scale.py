@@ -1,5 +1,5 @@
-"""Measured vs predicted at scale: one prediction per distinct scenario, flags per cause, one calibration per dataset,
-aggregated chart marks, the calibration's quality rule, and a fit applied only to the accelerator it was fitted on."""
+"""Measured vs predicted at scale: one prediction per distinct scenario, flags per cause, one refit per dataset,
+aggregated chart marks, the refit's quality rule, and a refit applied only to the accelerator it was fitted on."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import polars as pl
 import pytest
 
 from core.cli import main
-from core.evidence.calibration import MIN_FIT_POINTS, MIN_FIT_R2, calibrate, calibration_fits, compare_calibrated, refusal
 from core.evidence.compare import FLAG_CAUSES, compare, distinct_scenarios, summary
 from core.evidence.importers import import_file, parse_file
-from core.model.ceilings import ceiling, evaluate
+from core.evidence.predictor import with_predictor
+from core.evidence.refit import MIN_FIT_POINTS, MIN_FIT_R2, USER, expected, refit, refusal
+from core.model.ceilings import evaluate
 from core.model.scenario import Scenario
 from core.plan.purchase import compare_accelerators
 from core.present.figures import MAX_MARKS, measured_charts, measured_marks, measured_view
@@ -98,109 +99,84 @@ def test_flags_are_a_code_of_causes_with_their_text_built_per_code(cat, fixture_
     assert counts == {key: {"above_ceiling": 1, "wrong_precision": 1, "well_tuned_decode": 9}.get(key, 0) for key, _ in FLAG_CAUSES}
 
 
-def test_summary_figures_of_a_dataset(cat, fixture_rows):
+@pytest.fixture(scope="module")
+def pcat(cat):
+    """The catalogue with the shipped predicted model."""
+    return with_predictor(cat)
+
+
+def test_summary_figures_of_a_dataset(pcat, fixture_rows):
     """Rows, distinct scenarios, above-ceiling count and the medians, checked against the comparison's own columns."""
-    cmp, cal = compare_calibrated(cat, repeated(fixture_rows, 20), True)
+    cmp = expected(pcat, compare(pcat, repeated(fixture_rows, 20)), "vLLM")
     s = summary(cmp)
     assert (s["rows"], s["distinct_scenarios"], s["above_ceiling"]) == (220, 10, 20)
     assert s["median_ratio"] == pytest.approx(float(np.median(cmp["ratio"].to_numpy())), rel=1e-12)
     assert s["median_mbu"] == pytest.approx(float(np.median(cmp["mbu"].to_numpy())), rel=1e-12)
+    assert s["median_expected_ratio"] == pytest.approx(float(np.median(cmp["expected_ratio"].to_numpy())), rel=1e-12)
     assert s["by_phase"] == {"decode": {k: v for k, v in s.items() if k == "rows" or k.startswith("median_")}}
-    assert s["median_calibrated_ratio"] == pytest.approx(1.0, abs=0.01)  # the fixture's own efficiencies, 2% noise
 
 
-def _fit_per_row(cmp: pl.DataFrame, gpu: str) -> np.ndarray:
-    """The fit done the direct way: one weighted least-squares row per measurement (decode: time = overhead + memory time / eff)."""
-    g = cmp.filter((pl.col("gpu") == gpu) & (pl.col("status") == "ok"))
-    y = (g["batch"] / g["tokens_per_s"]).to_numpy()
-    x = np.column_stack([np.ones(g.height), g["memory_bound_time_s"].to_numpy(), g["compute_bound_time_s"].to_numpy()])
-    if not (x[:, 2] > 0).any():
-        x = x[:, :2]
-    w = 1.0 / y
-    coef, *_ = np.linalg.lstsq(x * w[:, None], (y - g["comm_time_s"].to_numpy()) * w, rcond=None)
-    return coef
-
-
-def test_calibration_fits_once_per_scenario_exactly_as_per_row(cat, fixture_rows, monkeypatch):
-    """Compared once, fitted once: the fit from per-scenario sums equals the per-row least squares, and 1 / coefficient is the efficiency."""
-    import core.evidence.calibration as cal_mod
-
-    rows = repeated(fixture_rows, 300)
-    calls: list[int] = []
-    real = cal_mod.compare_scenarios
-    monkeypatch.setattr(cal_mod, "compare_scenarios", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setattr(cal_mod, "compare", lambda *a, **k: pytest.fail("compare_calibrated compared the rows twice"))
-    cmp, cal = compare_calibrated(cat, rows, True)
-    assert calls == [1] and cal is not None
-    for gpu in ("h100-sxm", "a100-80gb-sxm"):
-        coef = _fit_per_row(cmp, gpu)
-        fit = cal.filter(pl.col("gpu") == gpu).row(0, named=True)
-        assert fit["overhead_s"] == pytest.approx(coef[0], rel=1e-7)
-        assert fit["eff_bandwidth"] == pytest.approx(min(1.0 / coef[1], 1.0), rel=1e-7)
-        assert fit["points"] == 300 * 5  # 5 rows of each accelerator per copy: row 11's copies are above the ceiling
-        assert fit["accepted"] is True
-    assert cal.filter(pl.col("gpu") == "a100-80gb-sxm")["eff_compute"][0] == pytest.approx(0.70, abs=0.01)
+def test_the_refit_explains_the_rows_it_rests_on(pcat, fixture_rows):
+    """generic.csv was made at 82% of H100's bandwidth with a 0.4 ms overhead and A100 at its own efficiencies: refitted,
+    the rows under their ceiling (5 per accelerator, row 11 above its ceiling left out) are predicted closer than before."""
+    rows = repeated(fixture_rows, 30)
+    cmp = compare(pcat, rows)
+    fit = refit(pcat, cmp, "vLLM")
+    for cell in fit.cells:
+        assert cell.accepted and cell.points == 30 * 5 and cell.r2 is not None and cell.r2 > 0.9
+        assert cell.mape_after < cell.mape_before and cell.mape_after < 0.05
+    assert set(fit.predictor.shifts[USER]) == {"h100-sxm | vLLM", "a100-80gb-sxm | vLLM"}
 
 
 def test_the_quality_rule_refuses_few_points_and_a_low_r2():
     """Named constants: at least 4 points and R² 0.5; each refusal says why."""
     assert (MIN_FIT_POINTS, MIN_FIT_R2) == (4, 0.5)
     assert refusal(4, 0.5) is None
-    assert "3 points under the ceiling, a fit needs at least 4" in str(refusal(3, 0.99))
+    assert "3 points under the ceiling, a refit needs at least 4" in str(refusal(3, 0.99))
     assert "R² -0.20 is below 0.5" in str(refusal(40, -0.2))
     assert "R² undefined" in str(refusal(40, float("nan")))
 
 
-def test_a_refused_fit_is_not_offered_nor_applied(cat, fixture_rows):
-    """A100 rows scrambled (tokens/s shuffled across batches, / 40): its fit's R² is negative, so it is refused with the reason;
-    calibration_fits offers only H100's, and A100's calibrated column stays empty while H100's is filled."""
+def test_a_refused_refit_is_not_offered_nor_applied(pcat, fixture_rows):
+    """A100 rows scrambled (tokens/s shuffled across batches, / 40): its refit explains too little, so it is refused with
+    the reason; only H100's shift is in the refitted predictor, and A100's rows are predicted as before."""
     a100 = fixture_rows.filter(pl.col("gpu") == "a100-80gb-sxm")
     scrambled = a100.with_columns(pl.Series("tokens_per_s", [6381.8, 105.6, 4236.1, 410.9, 1480.1]) / 40)
     rows = pl.concat([fixture_rows.filter(pl.col("gpu") == "h100-sxm"), scrambled])
-    cmp, cal = compare_calibrated(cat, rows, True)
-    assert cal is not None
-    bad = cal.filter(pl.col("gpu") == "a100-80gb-sxm").row(0, named=True)
-    assert bad["accepted"] is False and bad["note"].startswith("refused: R² -0.11 is below 0.5")
-    assert bad["points"] == 4 and bad["r2"] < 0  # batch 1 got batch 256's figure: above its ceiling, left out
-    assert set(calibration_fits(cal)) == {"h100-sxm"}
-    assert cmp.filter(pl.col("gpu") == "a100-80gb-sxm")["calibrated_tokens_per_s"].null_count() == 5
-    h100 = cmp.filter((pl.col("gpu") == "h100-sxm") & (pl.col("row") == 1)).row(0, named=True)
-    expected = ceiling(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=1, context=1088, prompt=1024, **_fit(cal, "h100-sxm")))
-    assert h100["calibrated_tokens_per_s"] == pytest.approx(1.0 / expected.step_time_s, rel=1e-9)
-    # a hand-made frame with points and R² but no `accepted` column is judged by the same rule
-    assert calibration_fits(pl.DataFrame({"gpu": ["l4"], "points": [3.0], "r2": [0.99], "eff_bandwidth": [0.8]})) == {}
+    cmp = compare(pcat, rows)
+    fit = refit(pcat, cmp, "vLLM")
+    bad = next(c for c in fit.cells if c.gpu == "a100-80gb-sxm")
+    assert not bad.accepted and bad.note.startswith("refused: R²") and bad.points == 4
+    assert set(fit.predictor.shifts[USER]) == {"h100-sxm | vLLM"}
+    before = expected(pcat, cmp, "vLLM")
+    after = expected(pcat, cmp, "vLLM", fit.predictor)
+    is_a100 = (cmp["gpu"] == "a100-80gb-sxm").to_numpy()
+    assert after["expected_tokens_per_s"].to_numpy()[is_a100] == pytest.approx(
+        before["expected_tokens_per_s"].to_numpy()[is_a100], rel=1e-12
+    )
+    assert not np.allclose(after["expected_tokens_per_s"].to_numpy()[~is_a100], before["expected_tokens_per_s"].to_numpy()[~is_a100])
 
 
-def _fit(cal: pl.DataFrame, gpu: str) -> dict[str, float]:
-    return calibration_fits(cal)[gpu]
-
-
-def test_an_h100_fit_leaves_the_a100_of_a_comparison_unchanged(cat):
-    """Compare accelerators with an H100 fit: A100's row is its datasheet row; H100's is the calibrated ceiling.
-    Before, the fit rode on the workload and derated every accelerator compared."""
+def test_an_h100_refit_leaves_the_a100_of_a_comparison_unchanged(pcat, fixture_rows):
+    """Compare accelerators with an H100 refit in the catalogue's predictor: A100's row is as before, H100's moves."""
+    fit = refit(pcat, compare(pcat, fixture_rows.filter(pl.col("gpu") == "h100-sxm")), "vLLM")
+    refitted = with_predictor(pcat, fit.predictor, tag="refit")
     sc = Scenario(model="llama-3.1-8b", batch=1)
     picked = ["a100-80gb-sxm", "h100-sxm"]
-    plain = compare_accelerators(cat, picked, sc)
-    fitted = compare_accelerators(cat, picked, sc, calibration={"h100-sxm": H100_FIT})
+    plain, moved = compare_accelerators(pcat, picked, sc), compare_accelerators(refitted, picked, sc)
 
     def row(t: pl.DataFrame, g: str) -> dict[str, float]:
         return t.filter(pl.col("gpu") == g).row(0, named=True)
 
-    assert row(fitted, "a100-80gb-sxm") == row(plain, "a100-80gb-sxm")
-    h100 = row(fitted, "h100-sxm")
-    expected = ceiling(cat, sc.model_copy(update={"gpu": "h100-sxm", "num_gpus": h100["num_gpus"], **H100_FIT}))
-    assert h100["tokens_per_s_per_gpu"] == pytest.approx(expected.tokens_per_s_total / h100["num_gpus"], rel=1e-9)
-    assert h100["tokens_per_s_per_gpu"] < 0.82 * row(plain, "h100-sxm")["tokens_per_s_per_gpu"]
-    # the old way (the H100 fit as the workload's own fields) changed the A100 too
-    leaked = compare_accelerators(cat, picked, sc.model_copy(update=H100_FIT))
-    assert row(leaked, "a100-80gb-sxm")["tokens_per_s_per_gpu"] < row(plain, "a100-80gb-sxm")["tokens_per_s_per_gpu"]
+    assert row(moved, "a100-80gb-sxm") == row(plain, "a100-80gb-sxm")
+    assert row(moved, "h100-sxm")["tokens_per_s_per_gpu"] != pytest.approx(row(plain, "h100-sxm")["tokens_per_s_per_gpu"], rel=1e-6)
 
 
 def test_a_large_dataset_is_drawn_with_at_most_max_marks(cat, fixture_rows):
     """24,000 rows over 2,400 scenarios: each chart draws at most MAX_MARKS marks, the medians of each scenario, and says so;
     the marks still count every row, and the one above-ceiling scenario stays red."""
     rows = repeated(fixture_rows, 2000).with_columns(pl.col("input_tokens") + pl.col("row") % 240)
-    view = measured_view(cat, rows, True)
+    view = measured_view(with_predictor(cat), rows, True)
     assert view.cmp.height == 22_000 and view.summary["rows"] == 22_000
     assert view.points is not None and view.rings is not None and view.batch_points is not None
     assert view.points.height + view.rings.height <= MAX_MARKS
@@ -226,25 +202,25 @@ def test_marks_are_merged_in_log_bins_when_scenarios_alone_are_too_many(cat, fix
     assert "log bins" in note
 
 
-def test_cli_measured_prints_the_summary_and_the_fit(tmp_path, capsys):
-    """`measured DATASET --calibrate --json` (by id and by name): the fixture's figures, the fit and its quality rule;
+def test_cli_measured_prints_the_summary_and_the_refit(tmp_path, capsys):
+    """`measured DATASET --refit --json` (by id and by name): the fixture's figures, the refit and its quality rule;
     an unknown dataset is one line on stderr, exit 2."""
     db = tmp_path / "m.duckdb"
     s = Store(db)
     ds = import_file(s, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name="fixture run").dataset_id
     s.close()
     for ref in (str(ds), "fixture run"):
-        assert main(["measured", ref, "--calibrate", "--json", "--db", str(db)]) == 0
+        assert main(["measured", ref, "--refit", "--json", "--db", str(db)]) == 0
         out = json.loads(capsys.readouterr().out)
         assert (out["rows"], out["distinct_scenarios"], out["above_ceiling"]) == (11, 10, 1)
-        assert out["dataset"]["name"] == "fixture run" and out["flags"]["wrong_precision"] == 1
-        assert (out["calibration"]["min_points"], out["calibration"]["min_r2"]) == (4, 0.5)
-        h100 = next(f for f in out["calibration"]["fits"] if f["gpu"] == "h100-sxm")
-        assert h100["points"] == 5 and h100["accepted"] is True and h100["eff_bandwidth"] == pytest.approx(0.82, abs=0.002)
+        assert out["dataset"]["name"] == "fixture run" and out["flags"]["wrong_precision"] == 1 and out["framework"] == "vLLM"
+        assert (out["refit"]["min_points"], out["refit"]["min_r2"]) == (4, 0.5)
+        h100 = next(f for f in out["refit"]["cells"] if f["gpu"] == "h100-sxm")
+        assert h100["points"] == 5 and h100["accepted"] is True and h100["mape_after"] < h100["mape_before"]
     assert main(["measured", "no such run", "--json", "--db", str(db)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: DATASET: 'no such run' is not stored; datasets: 1 ('fixture run')") and err.count("\n") == 1
-    assert "calibration" not in json.loads(_run(db, str(ds)))
+    assert "refit" not in json.loads(_run(db, str(ds)))
 
 
 def _run(db: Path, ref: str) -> str:
@@ -255,10 +231,3 @@ def _run(db: Path, ref: str) -> str:
     with contextlib.redirect_stdout(buf):
         assert main(["measured", ref, "--json", "--db", str(db)]) == 0
     return buf.getvalue()
-
-
-def test_calibrate_keeps_its_signature_on_rows_alone(cat, fixture_rows):
-    """calibrate(cat, rows) without a comparison still compares for itself (the reference scorecard calls it so)."""
-    fit = calibrate(cat, fixture_rows)
-    assert fit.columns == ["gpu", "points", "eff_bandwidth", "eff_compute", "overhead_s", "r2", "rel_rmse", "accepted", "note"]
-    assert fit.filter(pl.col("gpu") == "h100-sxm")["eff_bandwidth"][0] == pytest.approx(0.82, abs=0.002)
