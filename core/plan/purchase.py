@@ -38,6 +38,9 @@ UNKNOWN_DOMAIN = 8
 #: Decode batches tried under a service target and drawn on the frontier.
 TARGET_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024)
 
+#: What a comparison's figures are: what the workload's framework is expected to reach, or the ceiling.
+BASIS_LABELS = {"predicted": "expected", "ceiling": "ceiling"}
+
 #: Sort keys offered by the page: column -> True when larger is better.
 SORT_KEYS: dict[str, bool] = {
     "usd_per_million_tokens": False,
@@ -216,18 +219,19 @@ def evaluate_configurations(
     *,
     batches: Sequence[int],
     served: Mapping[str, float],
+    basis: str = "predicted",
 ) -> pl.DataFrame:
     """Every accelerator x its tensor-parallel degrees (`counts`) x batch, as one evaluation, with tokens/s per GPU.
 
     With the catalogue's predictor (a user's refit of their accelerator included), the figures are what the workload's
-    framework is expected to reach, the ceiling's kept beside them (`basis`)."""
+    framework is expected to reach, the ceiling's kept beside them; `basis` "ceiling": the ceiling's alone."""
     frames = [grid(workload, gpu=[g], num_gpus=list(ns), batch=list(batches)) for g, ns in counts.items()]
     axes = pl.concat(frames).with_columns(
         pl.col("gpu").replace_strict(dict(served), default=0.0, return_dtype=pl.Float64).alias("usd_per_gpu_hour")
     )
     # the comparison's columns the engine gives (its price columns come from `pricing`), and what the search needs
     columns = [c for c in COMPARISON_COLUMNS if c in RESULT_SCHEMA and c != "usd_per_gpu_hour"] + ["fits", "prefill_tokens_per_s"]
-    predicting = cat.predictor is not None
+    predicting = cat.predictor is not None and basis == "predicted"
     if predicting:
         columns += [f"predicted_{c}" for c in _PREDICTED_AS.values()] + ["predicted_error"]
     out = evaluate(cat, axes, columns=columns)
@@ -289,8 +293,11 @@ def compare_accelerators(
     gpu_counts: Sequence[int] = GPU_COUNTS,
     batches: Sequence[int] = TARGET_BATCHES,
     sort_by: str = "usd_per_million_tokens",
+    basis: str = "predicted",
 ) -> pl.DataFrame:
-    """One row per accelerator for the workload, sorted by `sort_by` (best first, unmet last).
+    """One row per accelerator for the workload, sorted by `sort_by` (best first, unmet last); `basis`: the figures
+    the search runs on, what the framework is expected to reach ("predicted", where the catalogue has a fit) or the
+    ceiling ("ceiling").
 
     Without a target (both limits None) the batch is the workload's; with
     one, every batch in `batches` is tried. A configuration qualifies when it
@@ -313,7 +320,7 @@ def compare_accelerators(
     price = pricing(cat, ids, own, rent=prices, buy=buy_prices)
     counts = {g: tp_counts(cat, g, gpu_counts) for g in ids}
     swept = batches if targeted else [workload.batch]
-    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served())
+    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served(), basis=basis)
     out = out.with_columns(_meets(max_tpot_s, max_ttft_s).alias("meets")).sort("gpu", "num_gpus", "batch")
     best = (
         out.filter(pl.col("meets"))
@@ -420,6 +427,7 @@ def frontier_curves(
     batches: Sequence[int] = TARGET_BATCHES,
     max_tpot_s: float | None = None,
     max_ttft_s: float | None = None,
+    basis: str = "predicted",
 ) -> pl.DataFrame:
     """The throughput-interactivity frontier of each accelerator of a comparison: its batch sweep at the GPU count kept
     (or `num_gpus`, as given: a group wider than the scale-up domain is flagged, not narrowed), one row per batch that
@@ -432,7 +440,7 @@ def frontier_curves(
     chosen = dict(zip(ok["gpu"], ok["batch"], strict=True)) if num_gpus is None else {}
     price = pricing(cat, list(counts), own, rent=prices, buy=buy_prices)
     swept = sorted({*batches, *chosen.values()})
-    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served())
+    out = evaluate_configurations(cat, counts, workload, batches=swept, served=price.served(), basis=basis)
     out = out.filter(pl.col("fits") & pl.col("tokens_per_s_total").is_not_null())
     kept = pl.DataFrame({"gpu": list(chosen), "batch": list(chosen.values()), "chosen": [True] * len(chosen)}, schema=_KEPT)
     return (

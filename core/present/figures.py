@@ -302,9 +302,10 @@ def compare_view(
     load: Load | None = None,
     sort_by: str = "usd_per_million_tokens",
     title: str = "",
+    basis: str = "predicted",
 ) -> CompareView:
     """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show."""
-    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices}
+    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices, "basis": basis}
     table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, load=load, sort_by=sort_by, **kw)
     met = int((table["status"] == "ok").sum())
     chart = comparison_bars(table, title=title).to_dict(validate=False) if met else None

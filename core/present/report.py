@@ -22,6 +22,7 @@ from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operatin
 from core.model.scenario import Scenario
 from core.present.charts import export_chart, roofline_chart
 from core.present.exports import scenario_line, scenario_parts, titled
+from core.present.predicted import band_text, basis
 from core.present.readings import plain_reading
 from core.present.ridge_charts import ridge_chart
 from core.present.text import duration, si
@@ -88,6 +89,22 @@ def headline_figures(result: Ceiling) -> list[tuple[str, str]]:
             out.append((label, "n/a"))
         else:
             out.append((label, fmt(value)))
+    if result.predicted_tokens_per_s_total is not None or result.predicted_ttft_s is not None:
+        fw = result.scenario.framework
+        out.append(
+            (
+                f"Expected with {fw}: tokens/s total",
+                f"{si(result.predicted_tokens_per_s_total)} ({band_text(result.predicted_error)} held out)",
+            )
+        )
+        out.append((f"Expected with {fw}: time per output token", duration(result.predicted_tpot_s)))
+        out.append(
+            (
+                f"Expected with {fw}: time to first token",
+                f"{duration(result.predicted_ttft_s)} ({band_text(result.predicted_ttft_error)} held out)",
+            )
+        )
+        out.append(("What the expected figures rest on", basis(result)))
     return out
 
 
@@ -143,6 +160,7 @@ def report_html(
             f"{scenario.weights} / {result.scenario.compute or 'auto'} (peak used: {result.compute_used}) / {scenario.kv}",
         ),
         ("Batch, context, prompt", f"{scenario.batch} sequences, {scenario.context:,} tokens cached, {scenario.prompt:,}-token prompt"),
+        ("Framework (for the expected figures)", scenario.framework),
         ("Efficiency factors", f"bandwidth {scenario.eff_bandwidth:.2f}, compute {scenario.eff_compute:.2f} (1.00 = datasheet roof)"),
         ("Memory reserve", f"{scenario.reserve_fraction:.0%} of each GPU's memory"),
         ("Attention", "fused (flash attention)" if scenario.flash_attention else "unfused (score matrix in HBM)"),

@@ -11,7 +11,7 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.prices import parse_price
 from core.model.scenario import Scenario, default
 from core.plan.costs import DEFAULT_SOURCES, Ownership
-from core.plan.purchase import SORT_KEYS, SORT_LABELS, Load, price_table
+from core.plan.purchase import BASIS_LABELS, SORT_KEYS, SORT_LABELS, Load, price_table
 from core.plan.targets import BY_KEY as TARGETS
 from core.plan.targets import CUSTOM, OPTION_LABELS, targets_for
 from core.present.figures import CompareView, compare_view
@@ -42,6 +42,7 @@ def figures(
     load: Load | None,
     sort_by: str,
     title: str,
+    basis: str,
 ) -> CompareView:
     return compare_view(
         cat,
@@ -55,6 +56,7 @@ def figures(
         load=load,
         sort_by=sort_by,
         title=title,
+        basis=basis,
     )
 
 
@@ -174,6 +176,16 @@ sort_by = c5.selectbox(
     bind="query-params",
     format_func=SORT_LABELS.__getitem__,  # the labels the link carries (params.LINKS says so too)
     help="Best first; accelerators that miss the target or do not fit last.",
+)
+basis = c5.radio(
+    "Figures",
+    list(BASIS_LABELS),
+    format_func=BASIS_LABELS.__getitem__,
+    horizontal=True,
+    key="cmp_basis",
+    bind="query-params",
+    help="Expected: what the sidebar's framework is expected to reach (the predicted model, with its held-out error), the "
+    "search made on it and the ceiling beside it as the bound. Ceiling: the roofline bound alone (seed 004's comparisons).",
 )
 # always one caption here: a control below that moves up or down the page when an element appears or goes
 # stops writing its changes into the link (Streamlit 1.67)
@@ -311,6 +323,8 @@ title = f"{cat.model(sc.model).name} ({sc.weights}, KV {sc.kv}), {goal}"
 st.caption(
     f"Searched on what {escape_markdown(sc.framework)} (sidebar: Framework) is expected to reach: the predicted model's TPOT and "
     "TTFT against the target, its held-out error in the table, the ceiling beside it as the bound."
+    if basis == "predicted"
+    else "Searched on the ceiling: the roofline bound, before any engine's overheads (Figures: Expected for what an engine reaches)."
 )
 fig = figures(
     cat,
@@ -324,6 +338,7 @@ fig = figures(
     load,
     sort_by,
     title,
+    basis,
 )
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"

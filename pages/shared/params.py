@@ -28,7 +28,7 @@ import streamlit as st
 from core.catalogue.catalogue import Catalogue, UnknownIdError
 from core.catalogue.reference import METRICS
 from core.model.scenario import FIELDS, Scenario, default, param
-from core.plan.purchase import SORT_LABELS
+from core.plan.purchase import BASIS_LABELS, SORT_LABELS
 from core.plan.targets import OPTION_LABELS as TARGET_LABELS
 from core.present.text import escape_markdown
 
@@ -87,6 +87,7 @@ LINKS: tuple[Link, ...] = (
     Link("cmp_ttft", ("compare",)),
     Link("cmp_sort", ("compare",), shown=SORT_LABELS),
     Link("cmp_target", ("compare",), shown=TARGET_LABELS),
+    Link("cmp_basis", ("compare",), shown=BASIS_LABELS),
     Link("cmp_pay", ("compare",)),
     Link("cmp_years", ("compare",)),
     Link("cmp_kwh", ("compare",)),
