@@ -224,6 +224,10 @@ CAUSES = {
         "in-flight batching overlaps prefill with decode: the ceiling adds each prompt's prefill time to the decode steps, while the run "
         "computes prompts inside memory-bound decode steps; it stays under the decode-only ceiling"
     ),
+    "max_load_memory": (
+        "no batch printed, a max-load throughput: the ceiling runs the largest batch that fits with the row's KV format and a "
+        "10% memory reserve, and the run held more sequences (an fp8 KV cache where none is printed, more of the memory)"
+    ),
     "kv_format": "does not fit at the printed batch with a 16-bit KV cache: the run probably kept its KV cache in fp8",
     "dense_peak": "above the dense compute peak: a sparse figure or the wrong accelerator or count",
     "unexplained": "unexplained: check the precision, the accelerator count and what the figure counts",
@@ -246,6 +250,9 @@ def _cause() -> pl.Expr:
         "overlap": (pl.col("phase") == "mixed")
         & (pl.col("metric") == "output_tokens_per_s")
         & (pl.col("value_si") <= decode_only * ABOVE_CEILING),
+        "max_load_memory": pl.col("batch_printed").is_null()
+        & (pl.col("batch_kind") == "max load")
+        & (pl.col("metric") == "output_tokens_per_s"),
         "kv_format": ~pl.col("fits"),
         "dense_peak": pl.col("mfu") > 1.0,
     }
