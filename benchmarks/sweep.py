@@ -43,6 +43,7 @@ import polars as pl  # noqa: E402
 
 from core.catalogue.catalogue import Catalogue, load_catalogue  # noqa: E402
 from core.catalogue.precisions import ACTIVATION_BYTES, FALLBACK_CHAIN, FORMATS, default_compute  # noqa: E402
+from core.evidence.predictor import with_predictor
 from core.model.allocator import keep_freed_memory  # noqa: E402
 from core.model.ceilings import ceiling, evaluate  # noqa: E402
 from core.model.scenario import Scenario  # noqa: E402
@@ -225,11 +226,14 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         cat: Catalogue = load_catalogue(Store(Path(tmp) / "bench.duckdb"))
+        predicting = with_predictor(cat)  # the same catalogue with the shipped predicted model
         for label, sc in SINGLE:
             one = median_time(lambda sc=sc: ceiling(cat, sc), args.single_runs)
             frame = median_time(lambda sc=sc: evaluate(cat, [sc]), args.single_runs)
+            both = median_time(lambda sc=sc: ceiling(predicting, sc), args.single_runs)
             print(
-                f"one scenario: {label:48s} ceiling() {one * 1e3:6.2f} ms   evaluate() {frame * 1e3:6.2f} ms (median of {args.single_runs})"
+                f"one scenario: {label:48s} ceiling() {one * 1e3:6.2f} ms   evaluate() {frame * 1e3:6.2f} ms   "
+                f"ceiling() with its prediction {both * 1e3:6.2f} ms (median of {args.single_runs})"
             )
         grid = scenario_grid(cat.gpus["id"].to_list(), list(cat.records))
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
@@ -247,6 +251,14 @@ def main() -> None:
         times, result = timed_sweeps()
         best = min(times)
         peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+        plain_pairs, predicted_pairs = [], []
+        for _ in range(args.repeat):  # alternated: the sweep with the predicted columns beside the plain one, same run
+            t0 = time.perf_counter()
+            sweep(cat, grid)
+            plain_pairs.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            sweep(predicting, grid)
+            predicted_pairs.append(time.perf_counter() - t0)
 
         rng = random.Random(7)
         sample_idx = rng.sample(range(grid.height), args.sample)
@@ -285,6 +297,10 @@ def main() -> None:
         f"{', freed memory kept' if kept else ', keep_freed_memory unavailable here'}"
     )
     print(f"vectorised rate           {vec_rate:,.0f} scenarios/s")
+    print(
+        f"with predicted columns    {min(predicted_pairs):.3f} s -> {n / min(predicted_pairs):,.0f} scenarios/s, "
+        f"{min(predicted_pairs) / min(plain_pairs):.2f}x the plain sweep alternated beside it ({min(plain_pairs):.3f} s)"
+    )
     print(
         f"python loop ({args.sample} sample)  {loop_s:.3f} s -> {loop_rate:,.0f} scenarios/s "
         f"(best of {args.repeat}: {', '.join(f'{t:.3f}' for t in loop_times)})"
