@@ -61,6 +61,7 @@ from core.evidence.probes import ProbeFileError, import_probe, measured_vs_datas
 from core.evidence.reference import reference_compare
 from core.evidence.reference import unit_of as reference_unit
 from core.evidence.scorecard import scorecard
+from core.model.allocation import ENGINES, GIB, AllocationError, allocate
 from core.model.allocator import keep_freed_memory
 from core.model.ceilings import ceiling, operation_table
 from core.model.predicted import FRAMEWORKS
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         StoreError,
         ImportFileError,
         ProbeFileError,
+        AllocationError,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -150,6 +152,18 @@ def build_parser() -> argparse.ArgumentParser:
     pd = sub.add_parser("predict", parents=[common], help="what the scenario's framework reaches (the predicted model), beside the ceiling")
     add_cli_arguments(pd)
     pd.set_defaults(func=cmd_predict)
+
+    me = sub.add_parser(
+        "memory", parents=[common], help="how the scenario's framework (vLLM or SGLang) sizes memory at start-up: its KV-cache tokens"
+    )
+    add_cli_arguments(me)
+    me.add_argument("--engine-version", help="the engine's release (default: the newest read, vLLM 0.34.0, SGLang 0.5.23)")
+    me.add_argument("--gpu-memory-utilization", type=float, help="vLLM's --gpu-memory-utilization (default: the version's)")
+    me.add_argument("--mem-fraction-static", type=float, help="SGLang's --mem-fraction-static (default: its rule by GPU memory)")
+    me.add_argument("--max-model-len", type=int, help="the engine's --max-model-len / --context-length (default: the model's)")
+    me.add_argument("--max-num-seqs", type=int, help="vLLM's --max-num-seqs (default: the version's rule by GPU memory)")
+    me.add_argument("--max-num-batched-tokens", type=int, help="vLLM's --max-num-batched-tokens (default: the version's)")
+    me.set_defaults(func=cmd_memory)
 
     rp = sub.add_parser("report", parents=[common], help="write a self-contained HTML report of one scenario")
     add_cli_arguments(rp)
@@ -411,6 +425,31 @@ def _share(predicted: float | None, bound: float | None, name: str) -> float | N
     if not predicted or not bound:
         return None
     return bound / predicted if name.endswith("_s") or name.startswith("usd") else predicted / bound
+
+
+def cmd_memory(args: argparse.Namespace) -> dict[str, Any]:
+    cat = _catalogue(args)
+    sc = from_cli(args)
+    if sc.framework not in ENGINES:
+        raise CliError(f"--framework: start-up memory is modelled for {', '.join(ENGINES)}, not {sc.framework}")
+    a = allocate(
+        cat, sc.gpu, sc.num_gpus, sc.model, weights=sc.weights, kv=sc.kv, engine=sc.framework, version=args.engine_version,
+        gpu_memory_utilization=args.gpu_memory_utilization, mem_fraction_static=args.mem_fraction_static,
+        max_model_len=args.max_model_len or cat.model(sc.model).max_context or sc.context, max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens, concurrency_tokens=sc.context,
+    )  # fmt: skip
+    return {
+        "engine": a.settings.engine,
+        "version": a.settings.version,
+        "settings": {k: v for k, v in vars(a.settings).items() if k not in ("engine", "version")},
+        "gib_per_gpu": {t.name: round(t.bytes / GIB, 4) for t in a.terms},
+        "kv_bytes_per_token": a.kv_bytes_per_token,
+        "kv_cache_tokens": a.kv_cache_tokens,
+        "max_concurrency": a.max_concurrency,
+        "concurrency_tokens": a.concurrency_tokens,
+        "approximate": list(a.approximate),
+        "terms": a.sentences(),
+    }
 
 
 def cmd_report(args: argparse.Namespace) -> dict[str, Any]:

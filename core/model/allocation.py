@@ -13,7 +13,7 @@ default for that version, the rules by GPU memory included. Each term comes
 with one sentence and its source (`Allocation.terms`).
 
 How each engine sizes the KV cache (the research notes,
-/work/staging/engine_defaults.md, sections 1-9; versions read from the
+docs/engine-memory/engine_defaults.md, sections 1-9; versions read from the
 release wheels on PyPI, commits as 9-hex prefixes from `vllm/_version.py`):
 
 - vLLM V1, 0.9.1 onwards: KV = total x gpu_memory_utilization - (weights +
@@ -65,6 +65,8 @@ MIB = float(1 << 20)
 ENGINES = ("vLLM", "SGLang")
 #: The newest release each engine's research notes read (vLLM 0.34.0 of 2026-11-16, SGLang 0.5.23 of 2026-10-30).
 DEFAULT_VERSION = {"vLLM": "0.34.0", "SGLang": "0.5.23"}
+#: The oldest release whose sizing the notes and the start-up logs cover (vLLM 0.5.3 and SGLang 0.4.2 are the oldest logs).
+OLDEST_VERSION = {"vLLM": "0.5.0", "SGLang": "0.4.0"}
 USAGES = ("serve", "LLM")  # vLLM's usage context: `vllm serve` (OPENAI_API_SERVER) or the offline `LLM(...)` class
 
 # --- the device total -------------------------------------------------------------------------------------------
@@ -406,9 +408,16 @@ def allocate(
     rec = cat.model(model)
     version = version or DEFAULT_VERSION[engine]
     v = parse_version(version)
+    if v < parse_version(OLDEST_VERSION[engine]):
+        raise AllocationError(
+            f"engine version: {engine} {version} is older than the releases this module reads ({OLDEST_VERSION[engine]} "
+            f"to {DEFAULT_VERSION[engine]})"
+        )
     wfmt, kfmt = storage_format(weights, argument="weights"), storage_format(kv, argument="kv")
     shape = _shape(cat, model, num_gpus, kfmt.bytes)
     approximate: list[str] = []
+    if v > parse_version(DEFAULT_VERSION[engine]):
+        approximate.append(f"{engine} {version} is newer than the newest release read ({DEFAULT_VERSION[engine]}): sized as that one")
     if acc.form_factor in UNIFIED_FORM_FACTORS:
         approximate.append(f"{acc.name} shares system memory: CUDA's total is what the OS leaves, taken here as the whole capacity")
     defaulted: list[str] = []

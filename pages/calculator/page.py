@@ -10,6 +10,7 @@ from core.model.scenario import Scenario
 from core.plan.planning import default_draft_model
 from core.present.exports import scenario_line
 from core.present.figures import CalculatorView, calculator_view
+from core.present.memory import engine_memory
 from core.present.report import Section
 from core.present.text import duration, escape_markdown, si
 from pages.shared.data import HASH_FUNCS, catalogue
@@ -93,6 +94,20 @@ with right:
     chart_exports(fig.memory, "memory")
     limit = r.max_batch if r.max_batch is not None else "no limit"
     st.markdown(f"Largest batch at context {sc.context:,}: **{limit}** · fewest GPUs for one sequence at this context: **{r.min_gpus}**")
+    st.caption("The ceiling's memory: weights + KV cache within capacity less the reserve. How the engine itself sizes it:")
+    mem = engine_memory(cat, sc)
+    if mem.allocation is None:
+        st.info(mem.reason, icon=":material/memory:")
+    else:
+        st.markdown(mem.headline)
+        for why in mem.allocation.approximate:
+            st.caption(f"Approximate: {escape_markdown(why)}.")
+        with st.expander(f"Start-up memory per GPU, term by term ({mem.allocation.settings.engine} {mem.allocation.settings.version})"):
+            data_table(mem.terms, "engine-memory", key="calc_engine_memory")
+            st.caption(
+                "Each term as the engine computes it at start-up, from its source at that release; the constants it cannot "
+                "measure are chosen once and checked against 18 published start-up logs (10 within 10% of the printed KV tokens)."
+            )
 
 st.subheader("Throughput against latency")
 if fig.frontier is None:
@@ -146,8 +161,10 @@ report_of_page(
         Section("Cost at this ceiling", text=f"Price: {used.label}.", figures=cost),
         Section(
             "Where a decode cycle's time goes, and memory against capacity",
+            text=mem.headline.replace("**", ""),
             figures=(("Largest batch at this context", str(limit)), ("Fewest GPUs for this model", str(r.min_gpus))),
             charts=(fig.breakdown, fig.memory),
+            table=mem.terms if mem.allocation is not None else None,
         ),
         Section("Throughput against latency", text=fig.frontier_reading.replace("**", ""), charts=(fig.frontier,) if fig.frontier else ()),
         Section("What if: the three moves", table=fig.what_ifs),

@@ -129,3 +129,25 @@ def _cat():
     from core.store import get_store
 
     return load_catalogue(get_store())
+
+
+def test_calculator_shows_how_the_engine_sizes_its_kv_cache(open_page):
+    """Llama 3.1 8B on one H100 with vLLM: the KV tokens the engine would hold at start-up, its terms adding up (the
+    KV cache is the budget less every subtracted term), the concurrency at the scenario's context; TensorRT-LLM says it
+    is not modelled."""
+    from core.model.allocation import GIB, allocate
+
+    at = open_page("calculator", gpu="h100-sxm", model="llama-3.1-8b", context="8192", framework="vLLM")
+    a = allocate(_cat(), "h100-sxm", 1, "llama-3.1-8b", concurrency_tokens=8192)
+    text = " ".join(md.value for md in at.markdown)
+    assert f"**{a.kv_cache_tokens:,} KV-cache tokens**" in text
+    assert f"**{a.max_concurrency:,.1f} sequences of 8,192 tokens**" in text
+    assert a.max_concurrency == pytest.approx(a.kv_cache_tokens / 8192, rel=0.01)  # whole blocks a request of 8,192 tokens needs
+    terms = {r["Term"]: r for r in _frame(at, "GiB per GPU").to_dict("records")}
+    subtracted = sum(r["GiB per GPU"] for r in terms.values() if r["Subtracted"] == "yes")
+    assert terms["KV cache"]["GiB per GPU"] == pytest.approx(terms["budget"]["GiB per GPU"] - subtracted, abs=0.01)
+    # Llama 3.1 8B: 32 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes = 131,072 bytes a token
+    assert a.kv_cache_tokens <= terms["KV cache"]["GiB per GPU"] * GIB / 131072 + 64
+    at = open_page("calculator", gpu="h100-sxm", model="llama-3.1-8b", framework="TensorRT-LLM")
+    assert any("modelled for vLLM and SGLang" in i.value for i in at.info)
+    assert not at.error

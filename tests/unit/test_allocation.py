@@ -263,6 +263,16 @@ def test_refusals_name_the_argument(cat):
         allocate(cat, "h100-sxm", 1, "gemma-3-27b")  # its config names no context length
     with pytest.raises(UnknownIdError):
         allocate(cat, "h1000", 1, "llama-3.1-8b")
+    with pytest.raises(AllocationError, match="engine version: vLLM 0.4.0 is older"):
+        allocate(cat, "h100-sxm", 1, "llama-3.1-8b", version="0.4.0")
+
+
+def test_a_release_newer_than_the_notes_is_sized_as_the_newest_and_says_so(cat):
+    newest = allocate(cat, "h100-sxm", 1, "llama-3.1-8b", engine="SGLang")
+    later = allocate(cat, "h100-sxm", 1, "llama-3.1-8b", engine="SGLang", version="0.6.1")
+    assert later.kv_cache_tokens == newest.kv_cache_tokens
+    assert any("newer than the newest release read (0.5.23)" in why for why in later.approximate)
+    assert not newest.approximate
 
 
 # --- the published start-up logs --------------------------------------------------------------------------------------
@@ -319,3 +329,22 @@ def test_the_fixture_names_catalogue_entries_and_sources(cat):
         assert row["engine"] in al.ENGINES and row["note"], row["id"]
         assert row["bound"] == "0.10" or row["bound_reason"], row["id"]  # a looser bound or a skip says why
         assert row["kv_cache_tokens_printed"] or row["kv_cache_gib_printed"] or row["max_concurrency_printed"], row["id"]
+
+
+def test_the_command_line_sizes_a_published_log(tmp_path, capsys):
+    """`memory` with L17's settings (vLLM 0.19.1, Qwen3 8B on one A100 40GB, max_model_len 40,960, the rest default)
+    reaches the printed 'GPU KV cache size: 140,960 tokens' and 'Maximum concurrency for 40,960 tokens per request:
+    3.44x' within 10%; a framework the module does not size is refused with the flag named."""
+    import json
+
+    from core.cli import main
+
+    args = ["memory", "--gpu", "a100-40gb-sxm", "--model", "qwen3-8b", "--engine-version", "0.19.1", "--max-model-len", "40960"]
+    assert main([*args, "--context", "40960", "--db", str(tmp_path / "cli.duckdb"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == "vLLM" and out["version"] == "0.19.1"
+    assert out["kv_cache_tokens"] == pytest.approx(140960, rel=0.10)
+    assert out["max_concurrency"] == pytest.approx(3.44, rel=0.10)
+    assert out["gib_per_gpu"]["KV cache"] * GIB >= out["kv_cache_tokens"] * out["kv_bytes_per_token"]
+    assert main([*args, "--framework", "TensorRT-LLM", "--db", str(tmp_path / "cli.duckdb")]) == 2
+    assert "--framework: start-up memory is modelled for vLLM, SGLang, not TensorRT-LLM" in capsys.readouterr().err
