@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 APP = str(ROOT / "streamlit_app.py")
 
 

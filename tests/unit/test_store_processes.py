@@ -15,9 +15,7 @@ import pytest
 from core.catalogue.catalogue import load_catalogue
 from core.evidence.importers import import_file, list_datasets
 from core.store import ReadOnlyError, Store, StoreError
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
+from tests.helpers import FIXTURES, ROOT
 
 # holds the file read-write until a line arrives on stdin, saying "held" once it has it
 HOLDER = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.readline(); c.close()"

@@ -4,14 +4,12 @@ run never waits on it for ever."""
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 import core.catalogue.catalogue as catalogue_module
 from core.catalogue.catalogue import load_catalogue
 from core.store import get_store
 from pages.shared import warmup
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def test_the_app_modules_are_every_helper_module_of_the_pages_and_no_page_script():
