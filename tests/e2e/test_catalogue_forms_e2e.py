@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from core.store import SEED
 from tests.helpers import opened, rerun, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 MAIN = "[data-testid='stMain']"
 

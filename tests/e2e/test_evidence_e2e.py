@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.helpers import FIXTURES, SEED, metric, opened, rerun, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 SHIPPED = list(csv.DictReader((SEED / "reference_measurements.csv").open(encoding="utf-8")))
 
 

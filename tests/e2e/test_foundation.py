@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.helpers import SEED, opened, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_fresh_server_deep_link_opens_the_linked_page_with_its_scenario(fresh_server, page):

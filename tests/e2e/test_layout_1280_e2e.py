@@ -22,6 +22,8 @@ import pytest
 
 from tests.helpers import WAIT_MS, opened, rerun
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 PAGES = {
     "overview": "/",
     "roofline": "roofline?rf_compare=NVIDIA+H200+SXM+141GB&rf_compare=NVIDIA+B200+%28HGX%2FDGX+SXM%29&rf_compare=AMD+Instinct+MI300X",

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 from tests.helpers import WAIT_MS, Server, rerun, screenshot, settle, share_link
 from tests.helpers import opened as _opened
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 VIEW = {"width": 1600, "height": 2400}
 

@@ -6,7 +6,7 @@ import pytest
 
 from tests.helpers import FIXTURES, Server, opened, rerun, screenshot, settle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_server, page):

@@ -6,7 +6,7 @@ import pytest
 
 from tests.helpers import metric, opened, rerun, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2400}  # the app scrolls inside its own container: a tall window shows the whole page
 
 

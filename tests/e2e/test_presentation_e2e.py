@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.helpers import Server, opened, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 #: page -> what leads it in presentation mode (the first element after the title) and what fills the width
 PAGES = {

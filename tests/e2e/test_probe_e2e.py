@@ -18,7 +18,7 @@ from core.store import Store
 from tests.helpers import metric, opened, screenshot
 from tests.probe_docs import SmallNumpyBackend, probe_document
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def _upload_probe(page, path) -> None:  # type: ignore[no-untyped-def]

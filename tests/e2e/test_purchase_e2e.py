@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.helpers import metric, opened, rerun, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2600}
 WORKLOAD = "compare?model=llama-2-70b&weights=fp8&kv=fp8&cmp_gpus=h100-sxm&cmp_gpus=mi300x&cmp_gpus=h200-sxm"
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.helpers import metric, opened, screenshot, share_link
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LINK = "roofline?gpu=b200&model=llama-3.1-70b&num_gpus=2&batch=64&context=8192&rf_precisions=bf16,fp8&rf_eff_b=0.8"
 

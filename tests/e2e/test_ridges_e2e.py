@@ -8,7 +8,7 @@ import pytest
 from core.model.roofline import decode_matmul_intensity
 from tests.helpers import opened, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CHART = "[data-testid='stMain'] [data-testid='stVegaLiteChart']"
 

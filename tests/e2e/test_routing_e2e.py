@@ -20,7 +20,7 @@ from core.present.text import si
 from core.store import Store
 from tests.helpers import ROOT, SERVER_START_S, free_port, metric, opened, screenshot, settle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 LOCAL = {"127.0.0.1", "localhost"}
 ICON = "[data-testid='stSidebarNavLink'] [data-testid='stIconMaterial']"
 

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.helpers import opened, rerun, runs_started, screenshot, settle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 FRAME_S = 0.35  # how long Play shows each batch (pages/roofline/page.py)
 
 
