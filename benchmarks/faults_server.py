@@ -45,7 +45,7 @@ from benchmarks.ingest import make_csv  # noqa: E402
 from benchmarks.stclient import Run, StClient  # noqa: E402
 from core.evidence.importers import delete_dataset, list_datasets  # noqa: E402
 from core.store import Store  # noqa: E402
-from tests.e2e.conftest import Server  # noqa: E402
+from tests.helpers import Server  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.stclient import StClient, finished_run  # noqa: E402
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, Server  # noqa: E402
 
 PAGES = {
     "overview": "Overview",

@@ -11,8 +11,9 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "streamlit_app.py")
+from tests.helpers import APP as APP_PATH
+
+APP = str(APP_PATH)  # AppTest.from_file takes the script's path as a string
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -4,7 +4,6 @@ page's share link writes it back (for every page that owns the key, per pages/sh
 from __future__ import annotations
 
 import urllib.parse
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -15,8 +14,7 @@ from core.evidence.importers import import_file, list_datasets
 from core.store import get_store
 from pages.shared.params import BY_KEY, EVERY, LINKS, labels
 from tests.app.conftest import APP
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.helpers import FIXTURES
 
 # key -> (the values a link gives, as Streamlit writes them: a label for an option, an id for an accelerator or
 #         a model, which the link then names by its name; the value the control then holds)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import polars as pl
 import pytest
 
@@ -13,8 +11,7 @@ from core.model.ceilings import evaluate
 from core.present.text import escape_markdown
 from core.store import get_store
 from tests.app.conftest import chart_frames
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.helpers import FIXTURES, SEED
 
 
 @pytest.fixture
@@ -182,7 +179,7 @@ def test_read_only_catalogue_refuses_custom_entries_with_a_message(open_page, re
 
 # -- the published measurements ------------------------------------------------------------
 
-SHIPPED = pl.read_csv(Path(__file__).resolve().parents[2] / "data" / "seed" / "reference_measurements.csv", infer_schema_length=0)
+SHIPPED = pl.read_csv(SEED / "reference_measurements.csv", infer_schema_length=0)
 
 
 def _metric(at, label: str) -> str:

@@ -10,23 +10,19 @@ import pytest
 from playwright.sync_api import expect
 
 from core.store import SEED
-from tests.e2e.conftest import screenshot, wait_ready
+from tests.helpers import opened, rerun, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 MAIN = "[data-testid='stMain']"
-#: How long an expectation waits for the app (the machine running the tests may be busy).
-WAIT_MS = 30_000
 
 
 def _open_forms(server, page):  # type: ignore[no-untyped-def]
-    page.goto(server.url("catalogue"))
-    wait_ready(page)
+    opened(page, server.url("catalogue"))
     page.locator(MAIN).get_by_role("tab", name="Add your own").click()
-    wait_ready(page)
     forms = page.locator(MAIN).locator("[data-testid='stForm']")
-    expect(forms.nth(0).get_by_role("button", name="Add accelerator")).to_be_visible(timeout=WAIT_MS)
-    expect(forms.nth(1).get_by_role("button", name="Add model")).to_be_visible(timeout=WAIT_MS)
+    expect(forms.nth(0).get_by_role("button", name="Add accelerator")).to_be_visible()
+    expect(forms.nth(1).get_by_role("button", name="Add model")).to_be_visible()
     return forms.nth(0), forms.nth(1)
 
 
@@ -39,14 +35,12 @@ def test_accelerator_form_errors_name_the_field_in_its_unit(server, page):
     gpu_form, _ = _open_forms(server, page)
     gpu_form.get_by_role("spinbutton", name="Bandwidth (TB/s)").fill("0.0005")
     gpu_form.get_by_role("spinbutton", name="Power (W)").fill("1")
-    gpu_form.get_by_role("button", name="Add accelerator").click()
-    wait_ready(page)
+    with rerun(page):
+        gpu_form.get_by_role("button", name="Add accelerator").click()
     alert = page.locator(MAIN).locator("[data-testid='stAlert']").filter(has_text="Not added")
-    expect(alert).to_contain_text("Name is empty: give the accelerator a name", timeout=WAIT_MS)
-    expect(alert).to_contain_text(
-        "Bandwidth must be at least 0.001 TB/s (got 0.0005 TB/s)", timeout=WAIT_MS
-    )  # BANDWIDTH_RANGE[0] = 1e9 B/s
-    expect(alert).to_contain_text("Power must be at least 5 W (got 1 W)", timeout=WAIT_MS)
+    expect(alert).to_contain_text("Name is empty: give the accelerator a name")
+    expect(alert).to_contain_text("Bandwidth must be at least 0.001 TB/s (got 0.0005 TB/s)")  # BANDWIDTH_RANGE[0] = 1e9 B/s
+    expect(alert).to_contain_text("Power must be at least 5 W (got 1 W)")
     text = alert.inner_text()
     for internal in ("bandwidth_bytes_per_s", "power_w", "Input should", "String should", "'custom'"):
         assert internal not in text
@@ -59,12 +53,10 @@ def test_invalid_pasted_json_names_the_place_once(server, page):
     _, model_form = _open_forms(server, page)
     model_form.get_by_role("textbox", name="Name").fill("Broken paste")
     model_form.get_by_role("textbox", name="…or paste config.json").fill('{\n  "a": 1\n    "b": 2\n}')
-    model_form.get_by_role("button", name="Add model").click()
-    wait_ready(page)
+    with rerun(page):
+        model_form.get_by_role("button", name="Add model").click()
     alert = page.locator(MAIN).locator("[data-testid='stAlert']").filter(has_text="Not added")
-    expect(alert).to_contain_text(
-        "Not added: the pasted config.json is not valid JSON: line 3, column 5: Expecting ',' delimiter", timeout=WAIT_MS
-    )
+    expect(alert).to_contain_text("Not added: the pasted config.json is not valid JSON: line 3, column 5: Expecting ',' delimiter")
     assert alert.inner_text().count("config.json") == 1
     screenshot(page, "catalogue-model-form-error")
 
@@ -80,31 +72,31 @@ def test_the_model_form_uses_the_pasted_text_over_a_stale_upload_and_never_a_rem
     model_form.get_by_role("textbox", name="Name").fill("Uploaded small")
     model_form.locator("input[type='file']").set_input_files(str(path))
     model_form.get_by_text("small.json").wait_for()
-    model_form.get_by_role("button", name="Add model").click()
-    wait_ready(page)
+    with rerun(page):
+        model_form.get_by_role("button", name="Add model").click()
     main = page.locator(MAIN)
     expect(main.locator("[data-testid='stAlert']").filter(has_text="Added Uploaded small")).to_contain_text(
-        f"from the uploaded small.json ({small['num_hidden_layers']} layers", timeout=WAIT_MS
+        f"from the uploaded small.json ({small['num_hidden_layers']} layers"
     )
     # the file stays in the uploader; the user pastes another config and a new name
     model_form.get_by_role("textbox", name="Name").fill("Pasted other")
     model_form.get_by_role("textbox", name="…or paste config.json").fill(json.dumps(other))
-    model_form.get_by_role("button", name="Add model").click()
-    wait_ready(page)
+    with rerun(page):
+        model_form.get_by_role("button", name="Add model").click()
     expect(main.locator("[data-testid='stAlert']").filter(has_text="Used the pasted text")).to_contain_text(
-        "the uploaded small.json, from an earlier try, was not used", timeout=WAIT_MS
+        "the uploaded small.json, from an earlier try, was not used"
     )
     expect(main.locator("[data-testid='stAlert']").filter(has_text="Added Pasted other")).to_contain_text(
-        f"from the pasted text ({other['num_hidden_layers']} layers", timeout=WAIT_MS
+        f"from the pasted text ({other['num_hidden_layers']} layers"
     )
     # remove the file (×), paste bad JSON: the error is the text's, the removed file is not used
     model_form.get_by_role("button", name="Remove small.json").click()
     model_form.get_by_role("textbox", name="Name").fill("After removal")
     model_form.get_by_role("textbox", name="…or paste config.json").fill("{ nope")
-    model_form.get_by_role("button", name="Add model").click()
-    wait_ready(page)
+    with rerun(page):
+        model_form.get_by_role("button", name="Add model").click()
     expect(main.locator("[data-testid='stAlert']").filter(has_text="Not added")).to_contain_text(
-        "the pasted config.json is not valid JSON: line 1, column 3", timeout=WAIT_MS
+        "the pasted config.json is not valid JSON: line 1, column 3"
     )
 
 
@@ -113,20 +105,19 @@ def test_a_custom_accelerator_added_without_a_year_is_on_the_ridge_page(fresh_se
     narrowed to 2024, still draws it and says it is shown for having no year."""
     gpu_form, _ = _open_forms(fresh_server, page)
     year = gpu_form.get_by_role("textbox", name="Year")
-    expect(year).to_have_value(str(dt.date.today().year), timeout=WAIT_MS)  # the default: this year
+    expect(year).to_have_value(str(dt.date.today().year))  # the default: this year
     gpu_form.get_by_role("textbox", name="Name").fill("Yearless chip")
     gpu_form.get_by_role("spinbutton", name="Bandwidth (TB/s)").fill("2")
     gpu_form.get_by_role("spinbutton", name="bf16 dense (TFLOP/s)").fill("500")
     year.fill("")
-    gpu_form.get_by_role("button", name="Add accelerator").click()
-    wait_ready(page)
+    with rerun(page):
+        gpu_form.get_by_role("button", name="Add accelerator").click()
     expect(page.locator(MAIN).locator("[data-testid='stAlert']").filter(has_text="Added")).to_contain_text(
-        "Added Yearless chip as yearless-chip, no year.", timeout=WAIT_MS
+        "Added Yearless chip as yearless-chip, no year."
     )
-    page.goto(fresh_server.url("ridges?rd_year=2024&rd_year=2024"))
-    wait_ready(page)
+    opened(page, fresh_server.url("ridges?rd_year=2024&rd_year=2024"))
     chart = page.locator(MAIN).locator("[data-testid='stVegaLiteChart']").first
-    expect(chart.locator("svg text").filter(has_text="Yearless chip")).to_have_count(1, timeout=WAIT_MS)
-    expect(page.locator(MAIN).get_by_text("1 accelerator without a year is shown whatever the year filter.")).to_be_visible(timeout=WAIT_MS)
-    expect(chart.locator("svg text").filter(has_text="NVIDIA H100 SXM5 80GB")).to_have_count(0, timeout=WAIT_MS)  # 2022: filtered out
+    expect(chart.locator("svg text").filter(has_text="Yearless chip")).to_have_count(1)
+    expect(page.locator(MAIN).get_by_text("1 accelerator without a year is shown whatever the year filter.")).to_be_visible()
+    expect(chart.locator("svg text").filter(has_text="NVIDIA H100 SXM5 80GB")).to_have_count(0)  # 2022: filtered out
     screenshot(page, "ridges-custom-yearless")

@@ -6,41 +6,32 @@ Every figure checked is read off the screen and compared with the shipped CSV or
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import screenshot, wait_ready
+from tests.helpers import FIXTURES, SEED, metric, opened, rerun, screenshot
 
-pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
-SHIPPED = list(csv.DictReader((ROOT / "data" / "seed" / "reference_measurements.csv").open(encoding="utf-8")))
-
-
-def _metric(page, label: str) -> str:
-    box = page.locator("[data-testid='stMetric']").filter(has=page.get_by_text(label, exact=True))
-    return str(box.locator("[data-testid='stMetricValue']").inner_text())
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+SHIPPED = list(csv.DictReader((SEED / "reference_measurements.csv").open(encoding="utf-8")))
 
 
 def test_the_measured_page_opens_on_the_published_set_and_a_filtered_link_reproduces_it(fresh_server, browser, page):
-    page.goto(fresh_server.url("measured"))
-    wait_ready(page)
-    assert _metric(page, "Published measurements") == f"{len(SHIPPED):,}"
+    opened(page, fresh_server.url("measured"))
+    assert metric(page, "Published measurements") == f"{len(SHIPPED):,}"
     page.locator("[data-testid='stVegaLiteChart']").first.wait_for()
     screenshot(page, "measured-published")
     # filter to one accelerator and one framework through the page's own controls
     main = page.locator("[data-testid='stMain']")
-    main.get_by_role("combobox", name="Accelerator").click()
-    page.keyboard.type("M2 Ultra")
-    page.get_by_role("option", name="Apple M2 Ultra").first.click()
-    page.keyboard.press("Escape")
-    wait_ready(page)
-    main.get_by_role("combobox", name="Framework").click()
-    page.get_by_role("option", name="llama.cpp", exact=True).click()
-    page.keyboard.press("Escape")
-    wait_ready(page)
+    with rerun(page):
+        main.get_by_role("combobox", name="Accelerator").click()
+        page.keyboard.type("M2 Ultra")
+        page.get_by_role("option", name="Apple M2 Ultra").first.click()
+        page.keyboard.press("Escape")
+    with rerun(page):
+        main.get_by_role("combobox", name="Framework").click()
+        page.get_by_role("option", name="llama.cpp", exact=True).click()
+        page.keyboard.press("Escape")
     expected = sum(1 for r in SHIPPED if r["gpu"] == "m2-ultra" and r["framework"] == "llama.cpp")
     expect(page.locator("[data-testid='stMetric']").filter(has=page.get_by_text("Published measurements", exact=True))).to_contain_text(
         f"{expected:,}"
@@ -49,15 +40,13 @@ def test_the_measured_page_opens_on_the_published_set_and_a_filtered_link_reprod
     assert "ms_ref_gpus=" in link and "ms_ref_frameworks=llama.cpp" in link
     screenshot(page, "measured-published-filtered")
     other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()  # type: ignore[attr-defined]
-    other.goto(link)
-    wait_ready(other)
-    assert _metric(other, "Published measurements") == f"{expected:,}"
+    opened(other, link)
+    assert metric(other, "Published measurements") == f"{expected:,}"
     other.context.close()
 
 
 def test_the_scorecard_and_the_evidence_beside_a_scenario(fresh_server, page):
-    page.goto(fresh_server.url("measured"))
-    wait_ready(page)
+    opened(page, fresh_server.url("measured"))
     page.get_by_text("Accuracy scorecard").scroll_into_view_if_needed()
     expect(page.get_by_text("Calibrated on the other sources")).to_be_visible()
     # the predicted-against-measured chart is square: its y = x line, which runs corner to corner of the plot, as wide
@@ -69,11 +58,10 @@ def test_the_scorecard_and_the_evidence_beside_a_scenario(fresh_server, page):
     assert box and abs(box["width"] - box["height"]) <= 0.05 * box["height"] and box["width"] >= 400, box
     screenshot(page, "measured-scorecard")
     n = sum(1 for r in SHIPPED if r["gpu"] == "h100-sxm" and r["model"] == "llama-3.1-8b")
-    page.goto(fresh_server.url("calculator"))
-    wait_ready(page)
+    opened(page, fresh_server.url("calculator"))
     expect(page.get_by_text(f"published: {n} measurements of Llama 3.1 8B on NVIDIA H100 SXM5 80GB")).to_be_visible()
-    page.get_by_text("The published measurements").first.click()
-    wait_ready(page)
+    with rerun(page, requests=0):
+        page.get_by_text("The published measurements").first.click()
     screenshot(page, "calculator-evidence")
 
 
@@ -81,23 +69,22 @@ def test_a_vllm_log_uploaded_as_txt_imports_with_the_lengths_typed(fresh_server,
     """The V1 engine log names the model and tp; the lengths are typed in the page's fields."""
     log = tmp_path / "server.txt"
     log.write_bytes((FIXTURES / "vllm_engine_v1.log").read_bytes())
-    page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
-    wait_ready(page)
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(log))
-    wait_ready(page)
+    opened(page, fresh_server.url("measured?ms_view=Your+datasets"))
+    with rerun(page):
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(log))
     form = page.locator("[data-testid='stExpander']").first  # the import form (the typed measurement's form is below)
-    form.get_by_role("combobox", name="Accelerator").click()
-    page.keyboard.type("h100-sxm")
-    page.get_by_role("option", name="h100-sxm", exact=True).click()
-    wait_ready(page)
-    page.get_by_role("spinbutton", name="Input tokens per request").first.fill("1024")
-    page.get_by_role("spinbutton", name="Input tokens per request").first.press("Tab")
-    wait_ready(page)
-    page.get_by_role("spinbutton", name="Output tokens per request").first.fill("256")
-    page.get_by_role("spinbutton", name="Output tokens per request").first.press("Tab")
-    wait_ready(page)
+    with rerun(page):
+        form.get_by_role("combobox", name="Accelerator").click()
+        page.keyboard.type("h100-sxm")
+        page.get_by_role("option", name="h100-sxm", exact=True).click()
+    with rerun(page):
+        page.get_by_role("spinbutton", name="Input tokens per request").first.fill("1024")
+        page.get_by_role("spinbutton", name="Input tokens per request").first.press("Tab")
+    with rerun(page):
+        page.get_by_role("spinbutton", name="Output tokens per request").first.fill("256")
+        page.get_by_role("spinbutton", name="Output tokens per request").first.press("Tab")
     page.get_by_role("button", name="Import", exact=True).click()
-    page.get_by_text("measurements (vllm-log) as server.txt").wait_for(timeout=60_000)
+    page.get_by_text("measurements (vllm-log) as server.txt").wait_for()
     screenshot(page, "measured-vllm-log")
 
 
@@ -108,10 +95,9 @@ def test_the_column_mapping_appears_on_upload_and_offers_only_fitting_columns(fr
         "h100-sxm,llama-3.1-8b,8,first run,512,128,1000.5\n"
         "h100-sxm,llama-3.1-8b,16,second,512,128,1800\n"
     )
-    page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
-    wait_ready(page)
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(odd))
-    wait_ready(page)
+    opened(page, fresh_server.url("measured?ms_view=Your+datasets"))
+    with rerun(page):
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(odd))
     expect(page.get_by_text("Map the columns")).to_be_visible()  # before any Import is pressed
     page.get_by_role("combobox", name="input_tokens").click()
     offered = page.get_by_role("option").all_inner_texts()
@@ -119,17 +105,16 @@ def test_the_column_mapping_appears_on_upload_and_offers_only_fitting_columns(fr
     assert "prompt" in offered and "notes" not in offered and "accelerator" not in offered
     screenshot(page, "measured-mapping")
     for column, header in (("input_tokens", "prompt"), ("output_tokens", "gen_len")):
-        page.get_by_role("combobox", name=column).click()
-        page.get_by_role("option", name=header, exact=True).click()
-        wait_ready(page)
+        with rerun(page):
+            page.get_by_role("combobox", name=column).click()
+            page.get_by_role("option", name=header, exact=True).click()
     page.get_by_role("button", name="Import", exact=True).click()
-    page.get_by_text("Imported 2 measurements (generic-csv)").wait_for(timeout=60_000)
+    page.get_by_text("Imported 2 measurements (generic-csv)").wait_for()
 
 
 def test_one_measurement_typed_in_the_form(fresh_server, page):
     """The seed's vLLM figure typed by hand: Llama 3.1 70B on 2 H100s, batch 32, 1,530 tokens/s."""
-    page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
-    wait_ready(page)
+    opened(page, fresh_server.url("measured?ms_view=Your+datasets"))
     page.get_by_text("Type one measurement").click()
     form = page.locator("[data-testid='stForm']")
     form.get_by_role("spinbutton", name="Accelerator count").fill("2")
@@ -138,7 +123,7 @@ def test_one_measurement_typed_in_the_form(fresh_server, page):
     page.get_by_role("option", name="Llama 3.1 70B", exact=True).click()
     form.get_by_role("spinbutton", name="Batch (sequences)").fill("32")
     form.get_by_role("spinbutton", name="Tokens/s").fill("1530")
-    form.get_by_role("button", name="Add this measurement").click()
-    page.get_by_text("Added as dataset Llama 3.1 70B on 2 x NVIDIA H100 SXM5 80GB, batch 32 (typed)").wait_for(timeout=60_000)
-    wait_ready(page)
+    with rerun(page):
+        form.get_by_role("button", name="Add this measurement").click()
+    page.get_by_text("Added as dataset Llama 3.1 70B on 2 x NVIDIA H100 SXM5 80GB, batch 32 (typed)").wait_for()
     screenshot(page, "measured-typed")

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import screenshot, wait_ready
+from tests.helpers import SEED, opened, screenshot
 
-pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_fresh_server_deep_link_opens_the_linked_page_with_its_scenario(fresh_server, page):
     """The first request to a fresh server is a deep link: no 'Page not found', the right page, the link's scenario."""
-    page.goto(fresh_server.url("ridges?gpu=b200&model=llama-3.1-70b&batch=64"))
-    wait_ready(page)
+    opened(page, fresh_server.url("ridges?gpu=b200&model=llama-3.1-70b&batch=64"))
     page.get_by_text("Batch 64, weights bf16").wait_for()
     assert page.get_by_text("Page not found").count() == 0
     assert page.locator("h1").first.inner_text() == "Ridge points"
@@ -28,8 +25,7 @@ def test_fresh_server_deep_link_opens_the_linked_page_with_its_scenario(fresh_se
 
 def test_catalogue_lists_accelerators_and_models_with_sources(server, page):
     """The catalogue page shows the seeded accelerators and models, searchable."""
-    page.goto(server.url("catalogue"))
-    wait_ready(page)
+    opened(page, server.url("catalogue"))
     page.get_by_text("of 42 accelerators").wait_for()
     page.get_by_role("textbox", name="Search accelerators").fill("h100")
     page.get_by_role("textbox", name="Search accelerators").press("Enter")
@@ -42,12 +38,11 @@ def test_catalogue_lists_accelerators_and_models_with_sources(server, page):
 
 def test_adding_a_custom_model_from_config_json(server, page, tmp_path):
     """Uploading a config.json adds a model that the scenario sidebar then offers."""
-    cfg = json.loads((ROOT / "data/seed/models/llama-3.2-1b.json").read_text())
+    cfg = json.loads((SEED / "models" / "llama-3.2-1b.json").read_text())
     cfg["num_hidden_layers"] = 20
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    page.goto(server.url("catalogue"))
-    wait_ready(page)
+    opened(page, server.url("catalogue"))
     page.get_by_role("tab", name="Add your own").click()
     page.get_by_role("textbox", name="Name").nth(1).fill("Tiny Llama E2E")
     page.get_by_role("tabpanel", name="Add your own").locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
@@ -59,12 +54,11 @@ def test_adding_a_custom_model_from_config_json(server, page, tmp_path):
 
 def test_a_config_missing_a_field_is_refused_naming_it(server, page, tmp_path):
     """A config.json without hidden_size is refused with a message that names the field."""
-    cfg = json.loads((ROOT / "data/seed/models/llama-3.2-1b.json").read_text())
+    cfg = json.loads((SEED / "models" / "llama-3.2-1b.json").read_text())
     del cfg["hidden_size"]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    page.goto(server.url("catalogue"))
-    wait_ready(page)
+    opened(page, server.url("catalogue"))
     page.get_by_role("tab", name="Add your own").click()
     page.get_by_role("textbox", name="Name").nth(1).fill("Broken")
     page.get_by_role("tabpanel", name="Add your own").locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import wait_ready
+from tests.helpers import WAIT_MS, opened, rerun
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 PAGES = {
     "overview": "/",
@@ -80,7 +82,7 @@ OVERFLOWS = """() => {
 }"""
 
 #: Each visible dataframe: its column count, whether it fits, its last header after scrolling to the far right, the text after it.
-GRIDS = """async () => {
+GRIDS = """async (waitMs) => {
   const grids = [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stDataFrame']")].filter((e) => e.offsetParent !== null);
   const out = [];
   for (const el of grids) {
@@ -90,9 +92,9 @@ GRIDS = """async () => {
     const cols = Number(table.getAttribute("aria-colcount"));
     const fits = scroller.scrollWidth <= scroller.clientWidth + 1;
     let heads = [], last = null;
-    for (let k = 0; k < 20; k++) {  // the grid redraws its columns a moment after it scrolls
+    for (const until = performance.now() + waitMs; performance.now() < until; ) {  // the grid redraws its columns a moment after it scrolls
       scroller.scrollLeft = scroller.scrollWidth;
-      await new Promise((r) => setTimeout(r, 250));
+      await new Promise((r) => requestAnimationFrame(r));
       heads = [...table.querySelectorAll("thead th")];
       last = heads[heads.length - 1];
       if (last && Number(last.getAttribute("aria-colindex")) === cols) break;
@@ -114,6 +116,24 @@ GRIDS = """async () => {
 }"""
 
 
+#: Resolves once every visible chart has drawn (its canvas or svg) and the boxes of the charts, tables and multiselects
+#: of the main area have kept their place and size for five frames in a row (charts and grids lay out after the run).
+LAID_OUT = """() => new Promise((done) => {
+  let last = "", same = 0;
+  const look = () => {
+    const shown = [...document.querySelectorAll(
+      "[data-testid='stMain'] :is([data-testid='stVegaLiteChart'], [data-testid='stDataFrame'], [data-testid='stMultiSelect'])")]
+      .filter((e) => e.offsetParent !== null);
+    const drawn = shown.every((e) => e.getAttribute("data-testid") !== "stVegaLiteChart" || e.querySelector("canvas, svg.marks"));
+    const now = JSON.stringify(shown.map((e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; }));
+    same = drawn && now === last ? same + 1 : 0;
+    last = now;
+    if (same >= 5) done(); else requestAnimationFrame(look);
+  };
+  requestAnimationFrame(look);
+})"""
+
+
 @pytest.fixture(scope="module")
 def narrow(browser: Any) -> Any:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
@@ -125,19 +145,15 @@ def narrow(browser: Any) -> Any:
 def test_nothing_is_cut_at_1280(server: Any, narrow: Any, name: str) -> None:
     page = narrow.new_page()
     try:
-        page.goto(server.url(PAGES[name]))
-        wait_ready(page)
-        page.wait_for_timeout(1500)  # charts and grids lay out after the script finishes
-        wait_ready(page)
+        opened(page, server.url(PAGES[name]))
         if name == "roofline":  # its table of operations is folded until opened
-            page.get_by_text("Decode step, operation by operation (").click()
-            wait_ready(page)
+            with rerun(page):
+                page.get_by_text("Decode step, operation by operation (").click()
         if name in TABLED:  # a grid's component loads after the script's run
-            page.wait_for_selector(
-                "[data-testid='stMain'] [data-testid='stDataFrame'] table[role='grid']", state="attached", timeout=60_000
-            )
+            page.wait_for_selector("[data-testid='stMain'] [data-testid='stDataFrame'] table[role='grid']", state="attached")
+        page.evaluate(LAID_OUT)
         cut = page.evaluate(OVERFLOWS)
-        grids = page.evaluate(GRIDS)
+        grids = page.evaluate(GRIDS, WAIT_MS)
     finally:
         page.close()
     assert not cut, f"{name}: cut at 1280 px: {cut}"

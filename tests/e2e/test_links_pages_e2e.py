@@ -6,18 +6,19 @@ from __future__ import annotations
 
 import html.parser
 import re
-import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Server, screenshot, share_link, wait_ready
+from tests.helpers import WAIT_MS, Server, rerun, screenshot, settle, share_link
+from tests.helpers import opened as _opened
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 VIEW = {"width": 1600, "height": 2400}
 
@@ -38,7 +39,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv.stop()
 
 
-# -- driving the controls as a user would ---------------------------------------------------------
+# -- driving the controls as a user would: each action waits for the rerun it asks for (tests/helpers.py) ----------
 
 
 def _main(page: Any) -> Any:
@@ -47,83 +48,68 @@ def _main(page: Any) -> Any:
 
 def opened(page: Any, link: str) -> None:
     """Go to a page and wait until its first run has drawn it."""
-    page.goto(link)
-    wait_ready(page)
+    _opened(page, link)
     _main(page).locator("h1").first.wait_for()
-    _settle(page)
-
-
-def _settle(page: Any) -> None:
-    """Let a rerun the last input started begin, then wait until the script is done."""
-    time.sleep(0.4)
-    wait_ready(page)
 
 
 def pick(page: Any, label: str, option: str) -> None:
     """Choose an option of a selectbox or add one to a multiselect, by its text."""
     box = _main(page).get_by_role("combobox", name=label, exact=True)
-    for attempt in range(3):  # a rerun that ends meanwhile may close the list: open it again
+    with rerun(page):
         box.click()
         page.keyboard.type(option)  # the list is filtered to it (a long one shows only its first options)
-        try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=10_000)
-            break
-        except Exception:
-            if attempt == 2:
-                raise
-            page.keyboard.press("Escape")
-            _settle(page)
-    page.keyboard.press("Escape")
-    _settle(page)
+        page.get_by_role("option", name=option, exact=True).click()
+        page.keyboard.press("Escape")
 
 
 def unpick(page: Any, label: str, option: str) -> None:
     """Remove a chosen option of a multiselect (its chip's cross)."""
     field = _main(page).locator("[data-testid='stMultiSelect']").filter(has_text=label).first
-    field.locator(f"button[aria-label='Remove {option}']").click()
-    _settle(page)
+    with rerun(page):
+        field.locator(f"button[aria-label='Remove {option}']").click()
 
 
 def number(page: Any, label: str, value: float | int) -> None:
     box = _main(page).get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    _settle(page)
+    with rerun(page):
+        box.fill(str(value))
+        box.press("Enter")
 
 
 def slide(page: Any, label: str, key: str, times: int = 1) -> None:
-    """Move a slider's thumb with the keyboard (one step a press; Home and End to its ends)."""
+    """Move a slider's thumb with the keyboard, one step a press (Home and End to its ends). Each press commits its
+    value, a rerun each: the next press waits for it (a press while the run draws the slider may be lost)."""
     thumb = _main(page).get_by_role("slider", name=label).first
     thumb.focus()
     for _ in range(times):
-        thumb.press(key)
-    _settle(page)
+        with rerun(page):
+            thumb.press(key)
 
 
 def choose(page: Any, group: str, option: str) -> None:
     """A radio button of the group labelled `group`."""
-    _main(page).locator("[data-testid='stRadio']").filter(has_text=group).get_by_text(option, exact=True).click()
-    _settle(page)
+    with rerun(page):
+        _main(page).locator("[data-testid='stRadio']").filter(has_text=group).get_by_text(option, exact=True).click()
 
 
 def switch(page: Any, label: str) -> None:
     """A toggle, clicked on its label (the switch itself is drawn over its hidden input)."""
-    _main(page).get_by_text(label, exact=True).click()
-    _settle(page)
+    with rerun(page):
+        _main(page).get_by_text(label, exact=True).click()
 
 
 def sidebar_number(page: Any, label: str, value: int) -> None:
     box = page.locator("[data-testid='stSidebar']").get_by_role("spinbutton", name=label, exact=True)
-    box.fill(str(value))
-    box.press("Enter")
-    _settle(page)
+    with rerun(page):
+        box.fill(str(value))
+        box.press("Enter")
 
 
 def sidebar_pick(page: Any, label: str, option: str) -> None:
-    page.locator("[data-testid='stSidebar']").get_by_role("combobox", name=label, exact=True).click()
-    page.keyboard.type(option)
-    page.get_by_role("option", name=option, exact=True).click()
-    _settle(page)
+    with rerun(page):
+        page.locator("[data-testid='stSidebar']").get_by_role("combobox", name=label, exact=True).click()
+        page.keyboard.type(option)
+        page.get_by_role("option", name=option, exact=True).click()
 
 
 def _as_number(text: str) -> float | str:
@@ -134,17 +120,18 @@ def _as_number(text: str) -> float | str:
         return text
 
 
-def link_has(page: Any, wanted: dict[str, list[str]], timeout_s: float = 60) -> dict[str, list[str]]:
+def _missing(url: str, wanted: dict[str, list[str]]) -> dict[str, list[str]]:
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
+    return {k: v for k, v in wanted.items() if sorted(map(_as_number, query.get(k, []))) != sorted(map(_as_number, v))}
+
+
+def link_has(page: Any, wanted: dict[str, list[str]]) -> dict[str, list[str]]:
     """Wait until the address bar carries every wanted parameter value; returns its query."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        query = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
-        missing = {k: v for k, v in wanted.items() if sorted(map(_as_number, query.get(k, []))) != sorted(map(_as_number, v))}
-        if not missing:
-            return query
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the link lacks {missing}; it is {page.url}")
-        time.sleep(0.3)
+    try:
+        page.wait_for_url(lambda url: not _missing(url, wanted), timeout=WAIT_MS)
+    except PlaywrightTimeout:
+        raise AssertionError(f"the link lacks {_missing(page.url, wanted)}; it is {page.url}") from None
+    return urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
 
 
 # -- what a page shows ----------------------------------------------------------------------------
@@ -154,27 +141,38 @@ def _svg_text(svg: str) -> str:
     return " ".join(html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg))
 
 
+#: The main area's visible headline figures (label -> value), headings and markdown texts, read in one go (visible as
+#: Playwright's is_visible() has it: drawn with a box and not hidden by a style).
+READ = """() => {
+  const main = document.querySelector("[data-testid='stMain']");
+  const visible = (e) => {
+    if (e.checkVisibility && !e.checkVisibility()) return false;
+    if (getComputedStyle(e).visibility !== "visible") return false;
+    const r = e.getBoundingClientRect();
+    return r.width > 0 && r.height > 0;
+  };
+  const all = (id) => [...main.querySelectorAll(`[data-testid='${id}']`)].filter(visible);
+  const text = (e) => e.innerText.trim();
+  const metrics = {};
+  for (const box of all("stMetric")) {
+    metrics[text(box.querySelector("[data-testid='stMetricLabel']"))] = text(box.querySelector("[data-testid='stMetricValue']"));
+  }
+  return [metrics, all("stHeading").map(text), all("stMarkdownContainer").map(text)];
+}"""
+
+FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
 def shown(page: Any, tmp_path: Path, *, downloads: bool = True) -> dict[str, Any]:
     """The page's headline figures (metric label -> value), headings, markdown text, and every visible chart's SVG export
     and table's CSV download (file name -> text)."""
     main = _main(page)
-
-    def read() -> tuple[dict[str, str], list[str], list[str]]:
-        metrics = {}
-        for box in main.locator("[data-testid='stMetric']").all():
-            if box.is_visible():
-                label = box.locator("[data-testid='stMetricLabel']").inner_text().strip()
-                metrics[label] = box.locator("[data-testid='stMetricValue']").inner_text().strip()
-        headings = [h.inner_text().strip() for h in main.locator("[data-testid='stHeading']").all() if h.is_visible()]
-        text = [t.inner_text().strip() for t in main.locator("[data-testid='stMarkdownContainer']").all() if t.is_visible()]
-        return metrics, headings, text
-
-    wait_ready(page)
-    now, deadline = read(), time.monotonic() + 60
-    while time.monotonic() < deadline:  # a link in an older form reruns the page once: read it when it is still
-        time.sleep(1.0)
-        wait_ready(page)
-        again = read()
+    settle(page)  # every rerun asked for is drawn (a link in an older form reruns the page once)
+    now = page.evaluate(READ)
+    while True:  # read again after two more frames: the same, or read until it is
+        page.evaluate(FRAMES)
+        settle(page)
+        again = page.evaluate(READ)
         if again == now:
             break
         now = again
@@ -186,13 +184,12 @@ def shown(page: Any, tmp_path: Path, *, downloads: bool = True) -> dict[str, Any
             button = buttons.nth(i)
             if not button.is_visible():
                 continue
-            with page.expect_download(timeout=120_000) as info:
+            with rerun(page, requests=0), page.expect_download() as info:  # a CSV button reruns the page
                 button.click()
             path = tmp_path / f"{len(files)}-{info.value.suggested_filename}"
             info.value.save_as(path)
             # the SVG renderer numbers its clip paths across renders in a process: the numbers are no part of the chart
             files[info.value.suggested_filename] = re.sub(r"\b(clip|gradient|pattern)\d+", r"\1", path.read_text(encoding="utf-8"))
-            wait_ready(page)  # a CSV button reruns the page
     return {"metrics": metrics, "headings": headings, "text": text, "files": files}
 
 
@@ -216,9 +213,7 @@ def reproduced(browser: Any, replay: Server, links: dict[str, str], before: dict
     for kind, link in links.items():
         context = browser.new_context(viewport=VIEW, accept_downloads=True)
         other = context.new_page()
-        other.goto(on(replay, link))
-        wait_ready(other)
-        _settle(other)
+        _opened(other, on(replay, link))
         after = shown(other, tmp_path / kind)
         for part in ("metrics", "headings", "text"):
             assert after[part] == before[part], (kind, part, link)
@@ -293,7 +288,7 @@ def test_the_calculator_s_every_option_travels_and_its_report_is_of_the_page(ori
     context.close()
 
     other = reproduced(browser, replay, links, before, tmp_path, "calculator")
-    with other.expect_download(timeout=120_000) as info:
+    with other.expect_download() as info:
         other.locator("[data-testid='stSidebar']").get_by_role("button", name=re.compile("Report")).click()
     report = tmp_path / "report.html"
     info.value.save_as(report)
@@ -347,8 +342,8 @@ def test_the_comparison_s_every_control_and_a_typed_price_travel(origin, replay,
     page.keyboard.press("Enter")
     page.wait_for_function("() => ['INPUT', 'TEXTAREA'].includes(document.activeElement && document.activeElement.tagName)")
     page.keyboard.type("12000", delay=50)
-    page.keyboard.press("Enter")
-    _settle(page)
+    with rerun(page):
+        page.keyboard.press("Enter")
     link_has(
         page,
         {
@@ -367,8 +362,10 @@ def test_the_comparison_s_every_control_and_a_typed_price_travel(origin, replay,
             "cmp_buy": ["a100-80gb-sxm:12000"],
         },
     )
-    page.get_by_text("Prices used").click()  # folded again: the price editor's grid is no headline
-    _settle(page)
+    with rerun(page, requests=0):
+        page.get_by_text("Prices used").click()  # folded again: the price editor's grid is no headline
+    prices = _main(page).locator("[data-testid='stExpander']").filter(has_text="Prices used")
+    expect(prices.locator("[data-testid='stExpanderDetails']")).to_be_hidden()  # once it has closed (it slides shut)
     before = shown(page, tmp_path / "origin")
     assert "GPUs for the load" in before["metrics"]
     table = before["files"]["accelerator-comparison.csv"]
@@ -504,9 +501,8 @@ def test_the_ridge_and_roofline_controls_travel(origin, replay, browser, tmp_pat
     pick(page, "Vendor", "AMD")
     pick(page, "Form factor", "SXM")
     slide(page, "Year", "ArrowRight", 4)  # the first thumb: 2016 -> 2020
-    # the slider shows 2020 at once but commits its last step a moment later (CI once read the link at 2019)
+    # the slider shows 2020 at once and commits each step: slide() waited for the run of the last (CI once read the link at 2019)
     link_has(page, {"rd_precision": ["fp8"], "rd_vendor": ["NVIDIA", "AMD"], "rd_form": ["SXM"], "rd_year": ["2020", "2026"]})
-    _settle(page)  # the run that committed 2020 writes the share link
     before = shown(page, tmp_path / "ridges")
     reproduced(browser, replay, links_of(page), before, tmp_path, "ridges").context.close()
 

@@ -2,30 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.e2e.conftest import screenshot, wait_ready
+from tests.helpers import FIXTURES, Server, opened, rerun, screenshot, settle
 
-pytestmark = pytest.mark.e2e
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_upload_generic_csv_shows_the_table_and_flags_the_impossible_row(fresh_server, page):
     """generic.csv: 11 measurements, one above its ceiling (warned, flagged), the refit's table, two charts."""
-    page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
-    wait_ready(page)
+    opened(page, fresh_server.url("measured?ms_view=Your+datasets"))
     page.get_by_text("No datasets of yours yet").wait_for()
     screenshot(page, "measured-empty")
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
-    wait_ready(page)
-    page.get_by_role("textbox", name="Dataset name").fill("H100 and A100 decode")
-    page.get_by_role("textbox", name="Dataset name").press("Enter")
-    wait_ready(page)
-    page.get_by_role("button", name="Import").click()
-    page.get_by_text("Imported 11 measurements (generic-csv) as H100 and A100 decode").wait_for(timeout=60_000)
-    wait_ready(page)
+    with rerun(page):
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
+    with rerun(page):
+        page.get_by_role("textbox", name="Dataset name").fill("H100 and A100 decode")
+        page.get_by_role("textbox", name="Dataset name").press("Enter")
+    with rerun(page):
+        page.get_by_role("button", name="Import").click()
+    page.get_by_text("Imported 11 measurements (generic-csv) as H100 and A100 decode").wait_for()
     page.get_by_text("Rows above their ceiling: 1 measurement, drawn as red crosses").wait_for()
     page.locator("[data-testid='stDataFrame']").nth(1).wait_for()  # comparison and refit tables
     page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()  # roofline and tokens/s against batch
@@ -47,12 +43,12 @@ def test_a_bad_file_is_refused_with_file_row_column_and_problem(fresh_server, pa
     """A CSV with text in tokens_per_s gets one message naming all four, and no dataset appears."""
     bad = tmp_path / "bad.csv"
     bad.write_text("gpu,model,batch,input_tokens,output_tokens,tokens_per_s\nh100-sxm,llama-3.1-8b,1,1024,128,fast\n")
-    page.goto(fresh_server.url("measured?ms_view=Your+datasets"))
-    wait_ready(page)
-    page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(bad))
-    wait_ready(page)
-    page.get_by_role("button", name="Import").click()
-    page.get_by_text("bad.csv: row 1, column tokens_per_s: not a number: 'fast'").wait_for(timeout=60_000)
+    opened(page, fresh_server.url("measured?ms_view=Your+datasets"))
+    with rerun(page):
+        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(bad))
+    with rerun(page):
+        page.get_by_role("button", name="Import").click()
+    page.get_by_text("bad.csv: row 1, column tokens_per_s: not a number: 'fast'").wait_for()
     assert page.get_by_text("No datasets of yours yet").count() == 1
     screenshot(page, "measured-bad-file")
 
@@ -60,34 +56,31 @@ def test_a_bad_file_is_refused_with_file_row_column_and_problem(fresh_server, pa
 def test_read_only_mode_keeps_an_upload_in_its_browser_session_only(browser, page, tmp_path):
     """ROOFLINE_READ_ONLY=1: one browser session imports generic.csv and sees it; another, or the same tab reloaded, sees none; the file is unchanged."""
     from core.store import Store
-    from tests.e2e.conftest import Server
 
     db = tmp_path / "demo.duckdb"
     Store(db).close()
     before = db.read_bytes()
     srv = Server(db, ROOFLINE_READ_ONLY="1")
     try:
-        page.goto(srv.url("measured?ms_view=Your+datasets"))
-        wait_ready(page)
+        opened(page, srv.url("measured?ms_view=Your+datasets"))
         page.get_by_text("kept in this browser session only").wait_for()
-        page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
-        wait_ready(page)
-        page.get_by_role("button", name="Import").click()
-        page.get_by_text("Imported 11 measurements (generic-csv) as generic.csv (kept in this session only)").wait_for(timeout=60_000)
-        wait_ready(page)
+        with rerun(page):
+            page.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(FIXTURES / "generic.csv"))
+        with rerun(page):
+            page.get_by_role("button", name="Import").click()
+        page.get_by_text("Imported 11 measurements (generic-csv) as generic.csv (kept in this session only)").wait_for()
         page.get_by_text("Rows above their ceiling: 1 measurement, drawn as red crosses").wait_for()
         page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()
         assert page.locator("[data-testid='stMetricValue']").all_inner_texts()[:2] == ["11", "1"]
         screenshot(page, "measured-read-only-session")
 
         other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        other.goto(srv.url("measured?ms_view=Your+datasets"))
-        wait_ready(other)
+        opened(other, srv.url("measured?ms_view=Your+datasets"))
         other.get_by_text("No datasets of yours yet").wait_for()
         assert other.get_by_text("generic.csv").count() == 0
         other.context.close()
         page.reload()  # a reload is a new session: the upload is gone, as the note says
-        wait_ready(page)
+        settle(page, 1)
         page.get_by_text("No datasets of yours yet").wait_for()
     finally:
         srv.stop()

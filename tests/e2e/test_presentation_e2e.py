@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Server, screenshot, wait_ready
+from tests.helpers import Server, opened, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 #: page -> what leads it in presentation mode (the first element after the title) and what fills the width
 PAGES = {
@@ -64,13 +64,11 @@ def test_presentation_mode_folds_the_controls_and_leads_with_the_figure_at_full_
     context = browser.new_context(viewport={"width": 1600, "height": 1400})
     page = context.new_page()
     sep = "&" if "?" in path else "?"
-    page.goto(app.url(f"{path}{sep}present=true"))
-    wait_ready(page)
+    opened(page, app.url(f"{path}{sep}present=true"))
     main = page.locator("[data-testid='stMain']")
     main.locator(f"[data-testid='{wide}']").first.wait_for()
-    wait_ready(page)
     # an element whose code the browser is still loading shows as a skeleton: the order is read once none is left
-    expect(main.locator("[data-testid='stSkeleton']")).to_have_count(0, timeout=30_000)
+    expect(main.locator("[data-testid='stSkeleton']")).to_have_count(0)
     assert page.get_by_role("switch", name="Presentation mode").is_checked()
     # the sidebar's scenario is one line; its controls are folded
     assert page.locator("[data-testid='stSidebar']").get_by_role("combobox", name="Accelerator", exact=True).count() == 0

@@ -4,8 +4,6 @@ roofline and the Measured roofs switch carried by a link into a new browser, the
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 from playwright.sync_api import expect
@@ -15,11 +13,12 @@ from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.present.text import si
 from core.probe.document import ProbeDocument
+from core.probe.methods import run_probe
 from core.store import Store
-from tests.e2e.conftest import ROOT, screenshot, wait_ready
-from tests.probe_docs import probe_document
+from tests.helpers import metric, opened, screenshot
+from tests.probe_docs import SmallNumpyBackend, probe_document
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def _upload_probe(page, path) -> None:  # type: ignore[no-untyped-def]
@@ -29,17 +28,12 @@ def _upload_probe(page, path) -> None:  # type: ignore[no-untyped-def]
     panel.get_by_role("button", name="Import probe").click()
 
 
-def _metric_value(page, label: str) -> str:  # type: ignore[no-untyped-def]
-    box = page.locator("[data-testid='stMetric']").filter(has=page.get_by_text(label, exact=True)).first
-    return str(box.locator("[data-testid='stMetricValue']").inner_text())
-
-
 def test_this_machine_probed_and_imported_through_the_catalogue_page(fresh_server, page, tmp_path):
-    """The README's demo: the CPU probe's file, uploaded on the catalogue page, becomes a custom accelerator."""
+    """The README's demo: the CPU probe's file (this machine measured on small buffers, tests/probe_docs.py), uploaded on
+    the catalogue page, becomes a custom accelerator."""
     out = tmp_path / "probe.json"
-    subprocess.run([sys.executable, "-m", "core.probe", "--device", "cpu", "--quick", "--out", str(out)], cwd=ROOT, check=True)
-    page.goto(fresh_server.url("catalogue"))
-    wait_ready(page)
+    out.write_text(run_probe(SmallNumpyBackend(), quick=True).to_json(), encoding="utf-8")
+    opened(page, fresh_server.url("catalogue"))
     _upload_probe(page, out)
     success = page.locator("[data-testid='stAlertContentSuccess']")
     expect(success).to_contain_text("as a new custom accelerator,")
@@ -47,10 +41,9 @@ def test_this_machine_probed_and_imported_through_the_catalogue_page(fresh_serve
     expect(page.get_by_role("tabpanel", name="Measured roofs").locator("[data-testid='stDataFrame']")).to_be_visible()
     screenshot(page, "catalogue-probe-imported")
     # the probed CPU is now a scenario's accelerator like any other (bf16 computes at its measured fp32 roof)
-    page.goto(fresh_server.url(f"calculator?gpu={gpu_id}&model=llama-3.2-1b"))
-    wait_ready(page)
+    opened(page, fresh_server.url(f"calculator?gpu={gpu_id}&model=llama-3.2-1b"))
     page.get_by_text("What if: the three moves").wait_for()
-    assert _metric_value(page, "Tokens/s per user") not in ("—", "")
+    assert metric(page, "Tokens/s per user") not in ("—", "")
 
 
 def _h100_probe(tmp_path, share: float) -> tuple[str, ProbeDocument]:
@@ -68,14 +61,12 @@ def test_measured_roofs_on_the_roofline_and_through_a_link_in_a_new_browser(fres
     path, _ = _h100_probe(tmp_path, 0.9)
     first = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = first.new_page()
-    page.goto(fresh_server.url("catalogue"))
-    wait_ready(page)
+    opened(page, fresh_server.url("catalogue"))
     _upload_probe(page, path)
     expect(page.locator("[data-testid='stAlertContentSuccess']")).to_contain_text(
         "as a measured profile of h100-sxm: measured (2026-12-01): 90% of datasheet bandwidth"
     )
-    page.goto(fresh_server.url("roofline?gpu=h100-sxm&model=llama-3.1-8b&batch=64"))
-    wait_ready(page)
+    opened(page, fresh_server.url("roofline?gpu=h100-sxm&model=llama-3.1-8b&batch=64"))
     expect(page.get_by_text("measured (2026-12-01): 90% of datasheet bandwidth, 90% of bf16 peak")).to_be_visible()
     expect(page.get_by_text("(measured)").first).to_be_attached()  # the dashed roof's legend entry
     screenshot(page, "roofline-measured-roofs")
@@ -86,11 +77,10 @@ def test_measured_roofs_on_the_roofline_and_through_a_link_in_a_new_browser(fres
     measured, datasheet = ceiling(cat.measured(), sc), ceiling(cat, sc)
     second = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = second.new_page()
-    page.goto(fresh_server.url("calculator?gpu=h100-sxm&model=llama-3.1-8b&batch=64&measured=true"))
-    wait_ready(page)
+    opened(page, fresh_server.url("calculator?gpu=h100-sxm&model=llama-3.1-8b&batch=64&measured=true"))
     page.get_by_text("What if: the three moves").wait_for()
     assert page.get_by_role("switch", name="Measured roofs").is_checked()
-    assert _metric_value(page, "Tokens/s total") == si(measured.tokens_per_s_total) != si(datasheet.tokens_per_s_total)
+    assert metric(page, "Tokens/s total") == si(measured.tokens_per_s_total) != si(datasheet.tokens_per_s_total)
     code = page.locator("[data-testid='stCode']").filter(has_text="vllm bench serve").first
     expect(code).to_contain_text("--max-concurrency 64")
     screenshot(page, "calculator-measured-and-commands")

@@ -10,48 +10,32 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import screenshot, wait_ready
+from tests.helpers import metric, opened, rerun, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2600}
 WORKLOAD = "compare?model=llama-2-70b&weights=fp8&kv=fp8&cmp_gpus=h100-sxm&cmp_gpus=mi300x&cmp_gpus=h200-sxm"
 
 
-def _metric(page, label: str) -> str:
-    box = page.locator("[data-testid='stMetric']").filter(has=page.get_by_text(label, exact=True)).first
-    return box.locator("[data-testid='stMetricValue']").inner_text()
-
-
 def _table(page, tmp_path: Path) -> list[dict[str, str]]:
     """The comparison table as the page's CSV download writes it."""
-    with page.expect_download(timeout=60_000) as info:
+    with rerun(page, requests=0), page.expect_download() as info:  # the button reruns the page
         page.get_by_role("button", name="download icon CSV").first.click()
     path = tmp_path / info.value.suggested_filename
     info.value.save_as(path)
     return list(csv.DictReader(path.open(encoding="utf-8")))
 
 
-def _table_once(page, tmp_path: Path, ready, tries: int = 20) -> dict[str, dict[str, str]]:
-    """The table by accelerator, downloaded again until `ready` holds (the run after an edit may still be drawing)."""
-    for _ in range(tries):
-        rows = {r["accelerator"]: r for r in _table(page, tmp_path)}
-        if ready(rows):
-            return rows
-        page.wait_for_timeout(1000)
-    raise AssertionError(f"the table never showed the change: {rows}")
-
-
 def test_an_mlperf_preset_picks_configurations_that_meet_it(server, page, tmp_path):
     """Pick 'service target' and the MLPerf Llama-2-70B Interactive preset: the limits become 40 ms and 0.45 s, the source is
     named, and every accelerator kept meets both limits at the configuration the table shows, with a sourced price."""
     page.set_viewport_size(TALL)
-    page.goto(server.url(WORKLOAD))
-    wait_ready(page)
-    page.get_by_text("service target", exact=True).click()
-    wait_ready(page)
-    page.get_by_role("combobox", name="Preset target").click()
-    page.get_by_role("option", name=re.compile("MLPerf Llama-2-70B Interactive")).click()
-    wait_ready(page)
+    opened(page, server.url(WORKLOAD))
+    with rerun(page):
+        page.get_by_text("service target", exact=True).click()
+    with rerun(page):
+        page.get_by_role("combobox", name="Preset target").click()
+        page.get_by_role("option", name=re.compile("MLPerf Llama-2-70B Interactive")).click()
     expect(page.get_by_role("spinbutton", name="TPOT ≤ (ms)")).to_have_value("40.00")
     expect(page.get_by_role("spinbutton", name="TTFT ≤ (s)")).to_have_value("0.45")
     page.get_by_text("inference_rules.adoc", exact=False).first.wait_for()
@@ -62,14 +46,13 @@ def test_an_mlperf_preset_picks_configurations_that_meet_it(server, page, tmp_pa
         assert float(r["time to first token (ms)"]) <= 450.0
         assert float(r["$ per million output tokens"]) > 0 and "published rent price" in r["price used"]
     best = rows[0]
-    assert _metric(page, "GPUs × batch") == f"{best['GPUs']} × {best['batch']}"
+    assert metric(page, "GPUs × batch") == f"{best['GPUs']} × {best['batch']}"
     page.get_by_text(f"Best by $ per million output tokens: {best['accelerator']}").wait_for()
     page.get_by_role("tab", name="Throughput against interactivity").wait_for()
     page.get_by_text("target: TPOT ≤ 40 ms").first.wait_for(state="attached")
-    wait_ready(page)
     screenshot(page, "compare-mlperf-interactive")
     page.get_by_role("tab", name="Cost against interactivity").click()
-    wait_ready(page)
+    page.get_by_role("tab", name="Cost against interactivity", selected=True).wait_for()
     screenshot(page, "compare-mlperf-interactive-cost")
 
 
@@ -78,14 +61,13 @@ def test_buying_with_a_typed_price_travels_in_the_link(fresh_server, browser, tm
     the link carries the mode, the years and the price, and opens in a new browser with the same figures."""
     context = browser.new_context(viewport=TALL)
     page = context.new_page()
-    page.goto(fresh_server.url(WORKLOAD + "&cmp_sort=tokens%2Fs+per+GPU"))
-    wait_ready(page)
-    page.get_by_text("buy", exact=True).click()
-    wait_ready(page)
+    opened(page, fresh_server.url(WORKLOAD + "&cmp_sort=tokens%2Fs+per+GPU"))
+    with rerun(page):
+        page.get_by_text("buy", exact=True).click()
     years = page.get_by_role("spinbutton", name="Years")
-    years.fill("4")
-    years.press("Enter")
-    wait_ready(page)
+    with rerun(page):
+        years.fill("4")
+        years.press("Enter")
     page.get_by_text("Prices used").click()
     grid = page.locator("[data-testid='stDataFrame']").first
     grid.wait_for()
@@ -97,11 +79,10 @@ def test_buying_with_a_typed_price_travels_in_the_link(fresh_server, browser, tm
     page.keyboard.press("Enter")  # open the cell's editor, and wait until it has the focus
     page.wait_for_function("() => ['INPUT', 'TEXTAREA'].includes(document.activeElement && document.activeElement.tagName)")
     page.keyboard.type("25000", delay=50)
-    page.keyboard.press("Enter")
-    wait_ready(page)
-    expect(page).to_have_url(re.compile(r"cmp_buy=h100-sxm%3A25000"), timeout=60_000)
-    wait_ready(page)
-    rows = _table_once(page, tmp_path, lambda t: t["NVIDIA H100 SXM5 80GB"]["price used"].endswith("your price"))
+    with rerun(page):
+        page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(r"cmp_buy=h100-sxm%3A25000"))
+    rows = {r["accelerator"]: r for r in _table(page, tmp_path)}  # the table of the run the edit asked for
     h100 = rows["NVIDIA H100 SXM5 80GB"]
     assert float(h100["$ per GPU-hour"]) == pytest.approx(25_000 / (4 * 8760) + 0.7 * 1.54 * 0.081, rel=1e-3)
     assert h100["price used"].endswith("your price")
@@ -110,8 +91,7 @@ def test_buying_with_a_typed_price_travels_in_the_link(fresh_server, browser, tm
 
     fresh = browser.new_context(viewport=TALL)
     other = fresh.new_page()
-    other.goto(link)
-    wait_ready(other)
+    opened(other, link)
     query = urllib.parse.parse_qs(urllib.parse.urlparse(other.url).query)
     assert query["cmp_pay"] == ["buy"] and query["cmp_buy"] == ["h100-sxm:25000"]
     again = {r["accelerator"]: r for r in _table(other, tmp_path)}
@@ -124,9 +104,7 @@ def test_buying_with_a_typed_price_travels_in_the_link(fresh_server, browser, tm
 def test_the_sweep_draws_its_rows_on_the_frontier(server, page):
     """The sweep explorer draws the rows that meet its filters as a frontier chart above the table."""
     page.set_viewport_size(TALL)
-    page.goto(server.url("sweep?sw_at_batch=any&sw_gpus=h100-sxm&sw_gpus=mi300x&sw_tpot=50.0"))
-    wait_ready(page)
+    opened(page, server.url("sweep?sw_at_batch=any&sw_gpus=h100-sxm&sw_gpus=mi300x&sw_tpot=50.0"))
     page.get_by_text("output tokens/s per GPU against tokens/s per user", exact=False).first.wait_for(state="attached")
     page.locator("[data-testid='stVegaLiteChart']").first.wait_for()
-    wait_ready(page)
     screenshot(page, "sweep-frontier")

@@ -9,17 +9,16 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import screenshot, share_link, wait_ready
+from tests.helpers import metric, opened, screenshot, share_link
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 LINK = "roofline?gpu=b200&model=llama-3.1-70b&num_gpus=2&batch=64&context=8192&rf_precisions=bf16,fp8&rf_eff_b=0.8"
 
 
 def test_a_link_on_a_fresh_server_reproduces_the_view(fresh_server, page):
     """Opening a shared link in a new browser on a new server restores the scenario, the page's controls and its figures."""
-    page.goto(fresh_server.url(LINK))
-    wait_ready(page)
+    opened(page, fresh_server.url(LINK))
     page.get_by_text("Batch 64 · decode matmul").wait_for()
     assert page.get_by_role("combobox", name="Accelerator", exact=True).input_value().startswith("NVIDIA B200")
     assert page.get_by_role("combobox", name="Model", exact=True).input_value() == "Llama 3.1 70B"
@@ -39,8 +38,7 @@ def test_a_link_on_a_fresh_server_reproduces_the_view(fresh_server, page):
 
 def test_presentation_mode_hides_the_controls_and_leads_with_the_figure(server, page):
     """With present=1 the sidebar's scenario widgets fold into one line, the page controls fold away, the headline metric leads."""
-    page.goto(server.url("ridges?batch=256&present=1"))
-    wait_ready(page)
+    opened(page, server.url("ridges?batch=256&present=1"))
     page.get_by_text("Compute-bound at batch 256").wait_for()
     assert page.get_by_role("combobox", name="Accelerator", exact=True).count() == 0
     assert page.get_by_role("switch", name="Presentation mode").is_checked()
@@ -67,19 +65,17 @@ class _Text(html.parser.HTMLParser):
 
 def test_the_report_parses_as_html_and_holds_the_figures_on_screen(server, page, tmp_path):
     """The sidebar's report is one HTML document with the overview's headline figures, charts as SVG and sources."""
-    page.goto(server.url("?gpu=h100-sxm&model=llama-3.1-70b&num_gpus=2&batch=8&context=1024"))
-    wait_ready(page)
+    opened(page, server.url("?gpu=h100-sxm&model=llama-3.1-70b&num_gpus=2&batch=8&context=1024"))
     # the figures read below must be the linked scenario's, not a run from before the link applied
     expect(page.get_by_role("heading", name=re.compile(r"Llama 3\.1 70B on 2 ×"))).to_be_visible()
     expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("8")
-    wait_ready(page)
     metrics = page.locator("[data-testid='stMetric']")
     metrics.first.wait_for()
     on_screen = {}
     for i in range(metrics.count()):
         label = metrics.nth(i).locator("[data-testid='stMetricLabel']").inner_text().strip()
         on_screen[label] = metrics.nth(i).locator("[data-testid='stMetricValue']").inner_text().strip()
-    with page.expect_download(timeout=120_000) as info:
+    with page.expect_download() as info:
         page.get_by_role("button", name=re.compile("Report")).click()
     path = tmp_path / info.value.suggested_filename
     info.value.save_as(path)
@@ -100,8 +96,7 @@ def test_the_report_parses_as_html_and_holds_the_figures_on_screen(server, page,
 
 def test_the_guided_tour_walks_every_step(server, page):
     """Each tour step renders with its check-yourself questions; answers open on demand."""
-    page.goto(server.url("tour?gpu=h100-sxm&model=llama-3.1-8b"))
-    wait_ready(page)
+    opened(page, server.url("tour?gpu=h100-sxm&model=llama-3.1-8b"))
     page.get_by_text("Check yourself").wait_for()
     page.locator("[data-testid='stVegaLiteChart']").first.wait_for()
     screenshot(page, "tour-step-1")
@@ -110,11 +105,6 @@ def test_the_guided_tour_walks_every_step(server, page):
     page.get_by_text("Why does batching not raise attention").click()
     page.get_by_text("the ratio stays at about 2g").wait_for()
     screenshot(page, "tour-step-6")
-
-
-def _metric_value(page, label: str) -> str:  # type: ignore[no-untyped-def]
-    box = page.locator("[data-testid='stMetric']").filter(has=page.get_by_text(label, exact=True)).first
-    return str(box.locator("[data-testid='stMetricValue']").inner_text())
 
 
 def test_a_refit_link_on_another_accelerator_opens_refitted_in_a_new_browser(fresh_server, browser, tmp_path):
@@ -142,14 +132,13 @@ def test_a_refit_link_on_another_accelerator_opens_refitted_in_a_new_browser(fre
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     query = urllib.parse.urlencode({"gpu": "mi300x", "model": "llama-3.1-70b", "batch": 4, "framework": "SGLang", "refit": text})
-    page.goto(fresh_server.url(f"calculator?{query}&present=1"))
-    wait_ready(page)
+    opened(page, fresh_server.url(f"calculator?{query}&present=1"))
     page.get_by_text("What if: the three moves").wait_for()
     assert page.get_by_role("switch", name="Presentation mode").is_checked()
     assert page.get_by_role("switch", name="Refit on your data").is_checked()
-    assert _metric_value(page, "Expected tokens/s total") == si(refitted.predicted_tokens_per_s_total)
+    assert metric(page, "Expected tokens/s total") == si(refitted.predicted_tokens_per_s_total)
     assert si(refitted.predicted_tokens_per_s_total) != si(shipped.predicted_tokens_per_s_total)
-    assert _metric_value(page, "Tokens/s per user") == si(shipped.tokens_per_s_per_user)  # the ceiling is the datasheet's
+    assert metric(page, "Tokens/s per user") == si(shipped.tokens_per_s_per_user)  # the ceiling is the datasheet's
     link = share_link(page)
     for part in ("gpu=mi300x", "model=llama-3.1-70b", "batch=4", "framework=SGLang", "refit=mi300x%7CSGLang%7C", "present=true"):
         assert part in link, link
@@ -168,8 +157,7 @@ def test_a_link_value_a_control_cannot_take_is_named_and_a_default_one_is_not(fr
     ):
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
-        page.goto(fresh_server.url(path))
-        wait_ready(page)
+        opened(page, fresh_server.url(path))
         page.locator(
             "[data-testid='stDataFrame']:visible"
         ).last.wait_for()  # the comparison (the price editor above it and the published measurements below are folded)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from core.model.roofline import decode_matmul_intensity
-from tests.e2e.conftest import screenshot, wait_ready
+from tests.helpers import opened, screenshot
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 CHART = "[data-testid='stMain'] [data-testid='stVegaLiteChart']"
 
@@ -36,8 +36,7 @@ def test_ridge_charts_fit_their_column_with_legends_whole(server, browser, width
     """Nothing of either chart (SVG or any text: names, ticks, legends, the rule's label) passes its column's edges."""
     context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
-    page.goto(server.url(f"ridges?batch={batch}"))
-    wait_ready(page)
+    opened(page, server.url(f"ridges?batch={batch}"))
     page.locator(CHART).nth(1).locator("svg").wait_for()
     charts = _charts_fit(page)
     assert len(charts) == 2

@@ -18,16 +18,11 @@ from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.present.text import si
 from core.store import Store
-from tests.e2e.conftest import ROOT, _free_port, screenshot, wait_ready
+from tests.helpers import ROOT, SERVER_START_S, free_port, metric, opened, screenshot, settle
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 LOCAL = {"127.0.0.1", "localhost"}
 ICON = "[data-testid='stSidebarNavLink'] [data-testid='stIconMaterial']"
-
-
-def _metric(page, label: str) -> str:  # type: ignore[no-untyped-def]
-    box = page.locator("[data-testid='stMain'] [data-testid='stMetric']").filter(has=page.get_by_text(label, exact=True))
-    return str(box.locator("[data-testid='stMetricValue']").inner_text())
 
 
 def _outside(urls: list[str]) -> list[str]:
@@ -38,26 +33,23 @@ def _outside(urls: list[str]) -> list[str]:
 def test_overview_link_opens_the_overview_on_a_fresh_server(fresh_server, page):
     """The first request of a fresh server is /overview?...&batch=8: the overview, at batch 8, no 'Page not found';
     the server's warm-up (pages/shared/warmup.py) ran beside it without a warning."""
-    page.goto(fresh_server.url("overview?gpu=h100-sxm&model=llama-3.1-8b&batch=8"))
-    wait_ready(page)
+    opened(page, fresh_server.url("overview?gpu=h100-sxm&model=llama-3.1-8b&batch=8"))
     page.locator("[data-testid='stMain'] h1", has_text="Roofline Explorer").wait_for()
-    wait_ready(page)
     url = urlparse(page.url)
     assert url.path == "/" and parse_qs(url.query)["batch"] == ["8"]  # the overview's one address, the link's scenario kept
     assert page.get_by_text("Page not found").count() == 0
     # the sidebar's input can show its default for a moment after the switch to the root, before its value arrives
     expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("8")
-    wait_ready(page)
+    settle(page)
     cat = load_catalogue(Store(fresh_server.db))
     at8 = ceiling(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=8))
     at1 = ceiling(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=1))
-    assert _metric(page, "Tokens/s total") == si(at8.tokens_per_s_total) != si(at1.tokens_per_s_total)
+    assert metric(page, "Tokens/s total") == si(at8.tokens_per_s_total) != si(at1.tokens_per_s_total)
     active = page.locator("a[data-testid='stSidebarNavLink'][aria-current='page']")
     assert active.count() == 1 and active.inner_text().strip().endswith("Overview")
     screenshot(page, "overview-from-overview-link")
 
-    page.goto(fresh_server.url(""))  # the root still opens the overview, at the default scenario
-    wait_ready(page)
+    opened(page, fresh_server.url(""))  # the root still opens the overview, at the default scenario
     page.locator("[data-testid='stMain'] h1", has_text="Roofline Explorer").wait_for()
     assert urlparse(page.url).path == "/" and page.get_by_text("Page not found").count() == 0
     expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value(str(Scenario().batch))
@@ -69,7 +61,7 @@ def test_overview_link_opens_the_overview_on_a_fresh_server(fresh_server, page):
 
 def test_the_server_starts_without_asking_the_internet_its_address(tmp_path):
     """serve.py on all interfaces (as scripts/start runs it): the local and network URLs, no external-IP lookup, no warning."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "start.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
@@ -80,14 +72,18 @@ def test_the_server_starts_without_asking_the_internet_its_address(tmp_path):
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + SERVER_START_S
         while "Network URL" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as r:
+            time.sleep(0.2)  # a poll of the server's log: it prints its URLs once it listens
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=SERVER_START_S) as r:
             assert r.status == 200
     finally:
         proc.terminate()
-        proc.wait(timeout=15)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # as Server.stop: a loaded machine may take longer to stop it
+            proc.kill()
+            proc.wait()
     text = log.read_text()
     assert f"Local URL: http://localhost:{port}" in text and "Network URL: http://" in text, text
     for alarming in ("External URL", "Did not auto detect", "Traceback", "WARNING", "Warning"):
@@ -98,19 +94,17 @@ def test_no_page_fetches_anything_from_outside_this_machine(server, page):
     """Every page in the navigation (and /overview) loads with requests to 127.0.0.1 only; the favicon is inline."""
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    page.goto(server.url(""))
-    wait_ready(page)
+    opened(page, server.url(""))
     page.locator(ICON).first.wait_for()
     paths = [urlparse(h).path for h in page.locator("a[data-testid='stSidebarNavLink']").evaluate_all("a => a.map(e => e.href)")]
     assert paths[0] == "/" and "/roofline" in paths and "/measured" in paths and len(paths) == len(set(paths))
     seen: dict[str, list[str]] = {}
     for path in [*paths, "/overview"]:
         requests.clear()
-        page.goto(server.url(path))
-        wait_ready(page)
+        opened(page, server.url(path))
         page.locator("[data-testid='stMain'] h1").first.wait_for()
         page.wait_for_load_state("networkidle")
-        wait_ready(page)
+        settle(page)
         assert page.get_by_text("Page not found").count() == 0, path
         favicon = page.locator("link[rel~='icon']").first.get_attribute("href") or ""
         assert favicon.startswith("data:image/svg+xml"), (path, favicon[:60])

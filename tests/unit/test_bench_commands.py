@@ -15,8 +15,7 @@ from core.evidence.bench_commands import TOOLS, bench_command, lengths_for, read
 from core.evidence.importers import ImportContext, dataset_rows, delete_dataset, import_file
 from core.model.scenario import Scenario
 from core.store import get_store
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+from tests.helpers import FIXTURES
 
 #: The options each parser defines (file and line where read; the versions are in core.evidence.bench_commands.TOOLS).
 PARSER_OPTIONS: dict[str, set[str]] = {

@@ -29,7 +29,7 @@ from core.present.figures import (
     sweep_frontier,
 )
 from core.store import Store
-from tests.unit.test_measured_scale import FIXTURES
+from tests.helpers import FIXTURES
 
 SCHEMA = load_schema()
 SC = Scenario(gpu="h100-sxm", model="llama-3.1-70b", num_gpus=2, batch=32, context=1024, usd_per_gpu_hour=2.5)

@@ -15,17 +15,16 @@ import pytest
 import core.evidence.importers as importers
 from core.cli import main
 from core.model.sweep import DEFAULT_CONTEXTS, DEFAULT_WEIGHTS
+from tests.helpers import FIXTURES, roofline
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GENERIC_ROWS = 11  # data lines of tests/fixtures/generic.csv (12 lines less the header)
 REFERENCE_TABLES = ("accelerators", "models", "prices", "reference_measurements", "custom_accelerators", "custom_models")
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, object, str]:
     """Run the CLI in-process with --json: exit status, parsed stdout (None when empty), stderr."""
-    rc = main([*args, "--json"])
-    out, err = capsys.readouterr()
-    return rc, (json.loads(out) if out.strip() else None), err
+    ran = roofline(capsys, *args, "--json")
+    return ran.returncode, (json.loads(ran.stdout) if ran.stdout.strip() else None), ran.stderr
 
 
 def counts(db: Path) -> dict[str, int]:

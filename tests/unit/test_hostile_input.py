@@ -6,7 +6,6 @@ import json
 import math
 import re
 import tomllib
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -19,9 +18,8 @@ from core.catalogue.model_config import ConfigError, load_config, model_from_con
 from core.evidence.importers import ImportFileError, import_file, list_datasets, rename_dataset
 from core.present.tables import csv_safe
 from core.store import Store
+from tests.helpers import FIXTURES, ROOT, SEED
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
 NASTY = "'; DROP TABLE datasets; --"
 
 
@@ -99,7 +97,6 @@ def test_a_file_over_the_limit_is_refused_with_a_message(tmp_path, monkeypatch):
 
 # -- hostile files, round two: nesting, size, non-finite and absurd shapes -----------------------
 
-SEED = ROOT / "data" / "seed"
 LLAMA_TEXT = (SEED / "models" / "llama-3.1-8b.json").read_text(encoding="utf-8")
 
 
@@ -289,7 +286,7 @@ def test_a_stored_custom_model_past_a_bound_is_left_out_and_named_not_fatal(tmp_
     from core.store import Store
 
     store = Store(tmp_path / "old.duckdb")
-    cfg = json.loads((Path(__file__).resolve().parents[2] / "data" / "seed" / "models" / "llama-3.1-8b.json").read_text())
+    cfg = json.loads((SEED / "models" / "llama-3.1-8b.json").read_text())
     cfg["vocab_size"] = 10**15
     store.execute("insert_custom_model", id="huge-vocab", name="Huge vocab", config_json=json.dumps(cfg), notes="")
     cat = load_catalogue(store)

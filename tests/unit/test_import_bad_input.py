@@ -10,8 +10,8 @@ import pytest
 
 from core.evidence.importers import ImportContext, ImportFileError, import_file, list_datasets
 from core.store import Store
+from tests.helpers import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 HEADER = "gpu,model,batch,input_tokens,output_tokens,tokens_per_s,tpot_ms"
 GOOD = "h100-sxm,llama-3.1-8b,1,1024,128,150.0,6.6"
 INJECTION = "x'); DROP TABLE datasets; --"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
@@ -17,8 +16,8 @@ from core.evidence.measurements import Measurement
 from core.evidence.predictor import with_predictor
 from core.evidence.refit import refit
 from core.store import Store
+from tests.helpers import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CTX = ImportContext(gpu="h100-sxm", model="llama-3.1-8b")
 
 

@@ -7,8 +7,6 @@ field names come from).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from pydantic import ValidationError
 
@@ -17,8 +15,8 @@ from core.evidence.formats.registry import BY_NAME, FORMATS, UPLOAD_TYPES, detec
 from core.evidence.importers import ImportContext, ImportFileError, dataset_rows, import_file, parse_file
 from core.evidence.measurements import Measurement
 from core.store import Store
+from tests.helpers import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H100 = {"gpu": "h100-sxm"}
 LLAMA = {"gpu": "h100-sxm", "model": "llama-3.1-8b"}
 

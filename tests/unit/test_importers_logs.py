@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,8 @@ from core.evidence.formats import FormatError, logs
 from core.evidence.importers import ImportContext
 from core.evidence.measurements import validate
 from core.store import Store
+from tests.helpers import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GIB = 1024.0**3
 
 

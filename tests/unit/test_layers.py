@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 #: package -> the core packages it may import (ARCHITECTURE.md, "The packages").
 ALLOWED = {

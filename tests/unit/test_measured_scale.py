@@ -20,8 +20,8 @@ from core.model.scenario import Scenario
 from core.plan.purchase import compare_accelerators
 from core.present.figures import MAX_MARKS, measured_charts, measured_marks, measured_view
 from core.store import Store
+from tests.helpers import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 H100_FIT = {"eff_bandwidth": 0.82, "eff_compute": 1.0, "overhead_s": 0.0004}  # what generic.csv was made with
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def test_every_core_package_is_in_the_wheel():

@@ -28,8 +28,8 @@ import pytest
 
 from core.catalogue.model_config import ConfigError, load_config, model_from_config, parse_config_text
 from core.catalogue.operations import summary
+from tests.helpers import SEED
 
-SEED = Path(__file__).resolve().parents[2] / "data" / "seed"
 ROWS = list(csv.DictReader((SEED / "models.csv").open(encoding="utf-8")))
 
 

@@ -245,7 +245,7 @@ def test_measured_page_marks_carry_the_accelerator_name(cat, tmp_path):
     from core.evidence.importers import parse_file
     from core.present.figures import measured_charts, measured_view
     from core.store import Store
-    from tests.unit.test_measured_scale import FIXTURES
+    from tests.helpers import FIXTURES
 
     rows = parse_file(Store(tmp_path / "m.duckdb"), (FIXTURES / "generic.csv").read_bytes(), "generic.csv").rows
     view = measured_view(cat, rows, False)

@@ -9,11 +9,8 @@ H100 SXM: 80 GB, 3.35 TB/s, 989.4 TFLOP/s bf16; Intel Gaudi 3: 3.7 TB/s, 1,678 T
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import polars as pl
@@ -38,8 +35,8 @@ from core.present.tour import (
     prefill_matmuls,
     prefill_sentence,
 )
+from tests.helpers import ROOT, roofline
 
-ROOT = Path(__file__).resolve().parents[2]
 KV_70B = 2 * 8 * 128 * 2 * 80
 KV_8B = 2 * 8 * 128 * 2 * 32
 SEED_AT_DEFAULT = SEED_004_EXAMPLE.at(context=4096)  # the seed's scenario at the default context: does not fit
@@ -265,33 +262,32 @@ def test_tour_and_calculator_show_one_moves_table(cat, sc):
 # -- seed 004's worked example on the command line -------------------------------------
 
 
-def _cli(db: Path, line: str) -> dict:
+def _cli(capsys: pytest.CaptureFixture[str], db: Path, line: str) -> dict:
+    """A command line as printed (`roofline ...`), run in this process on the store `db`: its JSON."""
     args = line.split()[1:]  # drop "roofline"
-    proc = subprocess.run([sys.executable, "-m", "core.cli", *args, "--db", str(db)], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    return roofline(capsys, *args, "--db", str(db)).json()  # type: ignore[no-any-return]
 
 
-def test_the_readme_ceiling_command_lands_on_the_seeds_numbers(tmp_path):
+def test_the_readme_ceiling_command_lands_on_the_seeds_numbers(tmp_path, capsys):
     """Seed 004: 70B on 2 x H100 SXM at batch 32 -> "roughly 1,530" tokens/s (32 x 48, weights only). The README's
     command fits, its weights-only ceiling is within 1% of 1,530 and the full step (KV reads, all-reduces) within 10%."""
     readme = (ROOT / "README.md").read_text()
     lines = [ln.strip() for ln in readme.splitlines() if ln.strip().startswith("roofline ceiling ")]
     assert len(lines) == 1
     assert lines[0].startswith(SEED_004_COMMAND.removesuffix(" --json"))
-    out = _cli(tmp_path / "r.duckdb", lines[0])
+    out = _cli(capsys, tmp_path / "r.duckdb", lines[0])
     assert out["fits"] is True and out["would_fit"] is None
     assert out["bandwidth_ceiling_tokens_per_s_total"] == pytest.approx(1530, rel=0.01)
     assert out["tokens_per_s_total"] == pytest.approx(1530, rel=0.10)
     assert out["tokens_per_s_total"] < out["bandwidth_ceiling_tokens_per_s_total"]
     assert "ops" in out
-    seed = _cli(tmp_path / "r.duckdb", SEED_004_COMMAND)
+    seed = _cli(capsys, tmp_path / "r.duckdb", SEED_004_COMMAND)
     assert seed["tokens_per_s_total"] == pytest.approx(out["tokens_per_s_total"], rel=1e-12)
 
 
-def test_the_cli_says_what_would_fit_and_keeps_every_field(cat, tmp_path):
+def test_the_cli_says_what_would_fit_and_keeps_every_field(cat, tmp_path, capsys):
     """At the default 4,096 tokens the seed's scenario does not fit: `would_fit` names batch 2, 3 GPUs, 275 tokens."""
-    out = _cli(tmp_path / "w.duckdb", SEED_004_COMMAND.replace("--context 256", "--context 4096"))
+    out = _cli(capsys, tmp_path / "w.duckdb", SEED_004_COMMAND.replace("--context 256", "--context 4096"))
     assert out["fits"] is False and out["tokens_per_s_total"] is None
     assert set(ceiling(cat, SEED_AT_DEFAULT).record()) <= set(out)
     fit = out["would_fit"]

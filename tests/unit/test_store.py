@@ -15,8 +15,7 @@ from core.catalogue.seed import CatalogueError, accelerator_from_row
 from core.evidence.importers import ImportContext, ImportFileError, dataset_rows, delete_dataset, import_file, list_datasets, rename_dataset
 from core.store import SEED, ReadOnlyError, SessionStore, Store, StoreError, is_session_dataset
 from core.store.schema import migrate, refresh_reference
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import FIXTURES, ROOT
 
 
 @pytest.fixture
@@ -192,8 +191,6 @@ def test_user_strings_are_stored_literally(tmp_path):
 
 
 # -- read-only mode: one session's datasets in memory, the file untouched -----------------------
-
-FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def _files(folder: Path) -> dict[str, str]:

@@ -15,9 +15,7 @@ import pytest
 from core.catalogue.catalogue import load_catalogue
 from core.evidence.importers import import_file, list_datasets
 from core.store import ReadOnlyError, Store, StoreError
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
+from tests.helpers import FIXTURES, ROOT
 
 # holds the file read-write until a line arrives on stdin, saying "held" once it has it
 HOLDER = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('held', flush=True); sys.stdin.readline(); c.close()"
@@ -56,6 +54,7 @@ def _cli(*args: str, db: Path, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # starts processes
 def test_a_store_releases_the_file_when_idle(tmp_path):
     """After its operations end the store closes the file, so another process can open it read-write."""
     db = tmp_path / "s.duckdb"
@@ -71,6 +70,7 @@ def test_a_store_releases_the_file_when_idle(tmp_path):
     assert store.query("accelerators").height > 40  # and it opens again once the other process is done
 
 
+@pytest.mark.slow  # starts processes
 def test_a_busy_store_waits_for_the_other_process(tmp_path):
     """A query while another process holds the file retries until it is free, then succeeds."""
     db = tmp_path / "s.duckdb"
@@ -86,6 +86,7 @@ def test_a_busy_store_waits_for_the_other_process(tmp_path):
     assert time.monotonic() - started < 20
 
 
+@pytest.mark.slow  # starts processes
 def test_a_cli_import_succeeds_while_another_process_keeps_querying(tmp_path):
     """The app's pattern (queries in a loop) and a CLI import on the same file: the import goes in whole."""
     db = tmp_path / "s.duckdb"
@@ -102,6 +103,7 @@ def test_a_cli_import_succeeds_while_another_process_keeps_querying(tmp_path):
     assert datasets["row_count"][0] == Store(db).query("dataset_measurements", dataset_id=datasets["id"][0]).height
 
 
+@pytest.mark.slow  # starts processes
 def test_the_catalogue_cache_sees_another_process_write(tmp_path):
     """A custom accelerator added by another process appears in this process's cached catalogue."""
     db = tmp_path / "s.duckdb"
@@ -146,6 +148,7 @@ def test_read_only_mode_without_a_file_builds_the_seed_in_memory(tmp_path):
     assert not db.exists()
 
 
+@pytest.mark.slow  # starts processes
 def test_cli_import_in_read_only_mode_is_refused_with_a_message(tmp_path):
     """The CLI names the reason and exits 2; nothing is stored."""
     db = tmp_path / "s.duckdb"

@@ -4,14 +4,14 @@ run never waits on it for ever."""
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
+
+import pytest
 
 import core.catalogue.catalogue as catalogue_module
 from core.catalogue.catalogue import load_catalogue
 from core.store import get_store
 from pages.shared import warmup
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
 
 
 def test_the_app_modules_are_every_helper_module_of_the_pages_and_no_page_script():
@@ -79,6 +79,7 @@ def test_the_collector_held_off_for_the_warm_up_runs_again_after_it_with_what_it
         gc.enable()
 
 
+@pytest.mark.slow  # starts a process
 def test_a_server_that_froze_its_objects_stops_without_reporting_leaks(tmp_path):
     """Frozen objects are not collected at exit: DuckDB's bindings then reported 44 'leaked' instances and types on
     every stop. The warm-up unfreezes at exit; this stops a process that paused, warmed and resumed as serve.py does."""
