@@ -263,6 +263,22 @@ def opened(page: Any, url: str) -> None:
     settle(page, 1)
 
 
+_STILL = """(e) => new Promise((done) => {
+  const a = e.getBoundingClientRect();
+  requestAnimationFrame(() => requestAnimationFrame(() => {
+    const b = e.getBoundingClientRect();
+    done(a.top === b.top && a.left === b.left && a.width === b.width && a.height === b.height);
+  }));
+})"""
+
+
+def still(locator: Any) -> None:
+    """Wait until an element stands still: the same box across two drawn frames (an expander slides its content open,
+    and a dropdown opened on a moving element is drawn where the element was)."""
+    locator.wait_for()
+    locator.page.wait_for_function(_STILL, arg=locator.element_handle(), polling=POLL_MS, timeout=WAIT_MS)
+
+
 def screenshot(page: Any, name: str) -> Path:
     """Save a full-page screenshot under artifacts/screenshots for a person to look at."""
     SHOTS.mkdir(parents=True, exist_ok=True)

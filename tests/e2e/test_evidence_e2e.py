@@ -10,7 +10,7 @@ import csv
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers import FIXTURES, SEED, metric, opened, rerun, screenshot
+from tests.helpers import FIXTURES, SEED, metric, opened, rerun, screenshot, still
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 SHIPPED = list(csv.DictReader((SEED / "reference_measurements.csv").open(encoding="utf-8")))
@@ -48,7 +48,7 @@ def test_the_measured_page_opens_on_the_published_set_and_a_filtered_link_reprod
 def test_the_scorecard_and_the_evidence_beside_a_scenario(fresh_server, page):
     opened(page, fresh_server.url("measured"))
     page.get_by_text("Accuracy scorecard").scroll_into_view_if_needed()
-    expect(page.get_by_text("Calibrated on the other sources")).to_be_visible()
+    expect(page.get_by_text("Fitted on the other publishers' campaigns, the predicted model is off by")).to_be_visible()
     # the predicted-against-measured chart is square: its y = x line, which runs corner to corner of the plot, as wide
     # as it is high and at least 400 px (a title wider than the chart once shrank the plot to about 110 px wide of 520)
     chart = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']").last
@@ -117,9 +117,11 @@ def test_one_measurement_typed_in_the_form(fresh_server, page):
     opened(page, fresh_server.url("measured?ms_view=Your+datasets"))
     page.get_by_text("Type one measurement").click()
     form = page.locator("[data-testid='stForm']")
+    still(form)  # the expander has slid open
     form.get_by_role("spinbutton", name="Accelerator count").fill("2")
-    form.get_by_role("combobox", name="Model").click()
-    page.keyboard.type("Llama 3.1 70B")
+    # typed into the box whole (keys typed at once after the click that focuses it can land before the box opens its
+    # list, which then closes again)
+    form.get_by_role("combobox", name="Model").fill("Llama 3.1 70B")
     page.get_by_role("option", name="Llama 3.1 70B", exact=True).click()
     form.get_by_role("spinbutton", name="Batch (sequences)").fill("32")
     form.get_by_role("spinbutton", name="Tokens/s").fill("1530")

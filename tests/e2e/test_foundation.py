@@ -24,15 +24,24 @@ def test_fresh_server_deep_link_opens_the_linked_page_with_its_scenario(fresh_se
 
 
 def test_catalogue_lists_accelerators_and_models_with_sources(server, page):
-    """The catalogue page shows the seeded accelerators and models, searchable."""
+    """The catalogue page shows the seeded accelerators and models (as many as the seed's tables hold), searchable: "h100"
+    finds the seed's three H100s (SXM, PCIe, NVL)."""
+    import csv
+
+    from tests.helpers import SEED
+
+    accelerators = list(csv.DictReader((SEED / "accelerators.csv").open(encoding="utf-8")))
+    models = list(csv.DictReader((SEED / "models.csv").open(encoding="utf-8")))
+    h100 = [a for a in accelerators if "h100" in (a["id"] + a["name"]).lower()]
+    assert len(h100) == 3
     opened(page, server.url("catalogue"))
-    page.get_by_text("of 42 accelerators").wait_for()
+    page.get_by_text(f"of {len(accelerators)} accelerators").wait_for()
     page.get_by_role("textbox", name="Search accelerators").fill("h100")
     page.get_by_role("textbox", name="Search accelerators").press("Enter")
-    page.get_by_text("3 of 42 accelerators").wait_for()
+    page.get_by_text(f"3 of {len(accelerators)} accelerators").wait_for()
     screenshot(page, "catalogue-accelerators")
     page.get_by_role("tab", name="Models").click()
-    page.get_by_text("of 36 models").wait_for()
+    page.get_by_text(f"of {len(models)} models").wait_for()
     screenshot(page, "catalogue-models")
 
 
