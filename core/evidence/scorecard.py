@@ -47,6 +47,13 @@ GROUPS: dict[str, pl.Expr] = {
 _COLUMN_OF = {"campaign": "predicted", "gpu": "predicted_gpu_out", "model": "predicted_model_out"}
 
 
+#: Each scored row as the CLI prints it and the page's CSV holds it: its measurement, ceiling and held-out predictions.
+ROW_COLUMNS = (
+    "id", "campaign", "metric", "measured", "ceiling", "ratio", "predicted", "predicted_gpu_out", "predicted_model_out",
+    "abs_pct_error", "gpu", "family", "model", "framework",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Scorecard:
     """The scorecard of a reference set."""
@@ -62,22 +69,6 @@ class Scorecard:
         """The scorecard as the CLI prints it (`roofline scorecard --json`)."""
         metrics = {r.pop("metric"): r for r in self.metrics.to_dicts()}
         groups = {r.pop("group"): r for r in self.groups.to_dicts()}
-        cols = [
-            "id",
-            "campaign",
-            "metric",
-            "measured",
-            "ceiling",
-            "ratio",
-            "predicted",
-            "predicted_gpu_out",
-            "predicted_model_out",
-            "abs_pct_error",
-            "gpu",
-            "family",
-            "model",
-            "framework",
-        ]
         above = self.rows.filter(pl.col("ratio") > ABOVE_CEILING).select(
             "id", "metric", "measured", "ceiling", "ratio", "cause", "note", "source_url"
         )
@@ -86,7 +77,7 @@ class Scorecard:
             "groups": groups,
             "headline": {HEADLINE: self.headline},
             "by_group": self.by_group.to_dicts(),
-            "rows": self.rows.select(cols).to_dicts(),
+            "rows": self.rows.select(ROW_COLUMNS).to_dicts(),
             "above_ceiling": above.to_dicts(),
             "folds": {
                 "campaign": self.rows["campaign"].n_unique(),

@@ -292,6 +292,28 @@ def _shape(cat: Catalogue, model: str, tp: int, kv_bytes: float) -> _Shape:
     )
 
 
+@dataclass(frozen=True)
+class _Start:
+    """What both engines' sizing starts from: the deployment, the release, the device total, the weights per GPU, the
+    model's KV shape; `approximate` and `defaulted` collect the reasons and the settings taken by default."""
+
+    cat: Catalogue
+    gpu: str
+    n: int
+    model: str
+    weights: str
+    kv: str
+    version: str
+    v: tuple[int, int, int]
+    total: float
+    weights_bytes: float
+    shape: _Shape
+    windowed: bool
+    rocm: bool
+    approximate: list[str]
+    defaulted: list[str]
+
+
 def _vllm_batch_defaults(v: tuple[int, int, int], mem: float, name: str, gpu: str, usage: str) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM picks for this GPU (research notes sections 1-2)."""
     big = {"LLM": 16384, "serve": 8192}[usage]
@@ -426,38 +448,21 @@ def allocate(
             raise AllocationError(f"max_model_len: {model} names no context length; give one")
         max_model_len = rec.max_context
         defaulted.append("max_model_len")
-    total = device_total_bytes(cat, gpu)
-    weights_bytes = shape.params * wfmt.bytes / num_gpus
-    windowed = any(w > 0 for _, _, w in shape.layer_rows)
-    rocm = acc.vendor == "AMD"
+    start = _Start(cat, gpu, num_gpus, model, weights, kv, version, v, device_total_bytes(cat, gpu),
+                   shape.params * wfmt.bytes / num_gpus, shape, any(w > 0 for _, _, w in shape.layer_rows),
+                   acc.vendor == "AMD", approximate, defaulted)  # fmt: skip
     if engine == "vLLM":
         return _vllm(
-            cat, gpu, num_gpus, model, weights, kv, version, v, total, weights_bytes, shape, windowed, rocm, approximate, defaulted,
-            gpu_memory_utilization, max_model_len, max_num_batched_tokens, max_num_seqs, block_size, usage, enforce_eager,
+            start, gpu_memory_utilization, max_model_len, max_num_batched_tokens, max_num_seqs, block_size, usage, enforce_eager,
             sampler, concurrency_tokens,
         )  # fmt: skip
     return _sglang(
-        cat, gpu, num_gpus, model, weights, kv, version, v, total, weights_bytes, shape, windowed, approximate, defaulted,
-        mem_fraction_static, max_model_len, max_num_batched_tokens, block_size, usage, enforce_eager, concurrency_tokens,
+        start, mem_fraction_static, max_model_len, max_num_batched_tokens, block_size, usage, enforce_eager, concurrency_tokens,
     )  # fmt: skip
 
 
 def _vllm(
-    cat: Catalogue,
-    gpu: str,
-    n: int,
-    model: str,
-    weights: str,
-    kv: str,
-    version: str,
-    v: tuple[int, int, int],
-    total: float,
-    weights_bytes: float,
-    shape: _Shape,
-    windowed: bool,
-    rocm: bool,
-    approximate: list[str],
-    defaulted: list[str],
+    start: _Start,
     util: float | None,
     max_model_len: int,
     tokens: int | None,
@@ -468,6 +473,19 @@ def _vllm(
     sampler: str | None,
     concurrency_tokens: int | None,
 ) -> Allocation:
+    cat, gpu, n, model, weights, kv, version, v = (
+        start.cat,
+        start.gpu,
+        start.n,
+        start.model,
+        start.weights,
+        start.kv,
+        start.version,
+        start.v,
+    )
+    total, weights_bytes, shape, windowed = start.total, start.weights_bytes, start.shape, start.windowed
+    approximate, defaulted = start.approximate, start.defaulted
+    rocm = start.rocm
     acc = cat.gpu(gpu)
     rec = cat.model(model)
     v0 = v < (0, 8, 0)
@@ -654,20 +672,7 @@ def _vllm_blocks(
 
 
 def _sglang(
-    cat: Catalogue,
-    gpu: str,
-    n: int,
-    model: str,
-    weights: str,
-    kv: str,
-    version: str,
-    v: tuple[int, int, int],
-    total: float,
-    weights_bytes: float,
-    shape: _Shape,
-    windowed: bool,
-    approximate: list[str],
-    defaulted: list[str],
+    start: _Start,
     fraction: float | None,
     max_model_len: int,
     chunk: int | None,
@@ -676,6 +681,18 @@ def _sglang(
     eager: bool,
     concurrency_tokens: int | None,
 ) -> Allocation:
+    cat, gpu, n, model, weights, kv, version, v = (
+        start.cat,
+        start.gpu,
+        start.n,
+        start.model,
+        start.weights,
+        start.kv,
+        start.version,
+        start.v,
+    )
+    total, weights_bytes, shape, windowed = start.total, start.weights_bytes, start.shape, start.windowed
+    approximate, defaulted = start.approximate, start.defaulted
     gpu_mem_mib = total / MIB
     default_fraction, default_chunk, max_bs = _sglang_fraction(v, gpu_mem_mib, n)
     if fraction is None:

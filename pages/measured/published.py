@@ -9,7 +9,7 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.reference import METRICS
-from core.evidence.scorecard import scorecard
+from core.evidence.scorecard import ROW_COLUMNS, scorecard
 from core.present.evidence import headline_sentence, options, reference_display, reference_view, scorecard_tables
 from core.present.evidence_charts import prediction_chart, ratio_chart
 from core.present.exports import published_line
@@ -178,18 +178,7 @@ def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
     scored = Section("Accuracy scorecard", text=sentence, table=per_metric, charts=charts, line="Accuracy scorecard: held out by campaign")
     report_of_page("Measured vs predicted: published measurements", None, [shown, scored])
     table_download(
-        card.rows.select(
-            "id",
-            "campaign",
-            "metric",
-            "measured",
-            "ceiling",
-            "ratio",
-            "predicted",
-            "abs_pct_error",
-            "predicted_gpu_out",
-            "predicted_model_out",
-        ),
+        card.rows.select(ROW_COLUMNS),
         "scorecard rows",
         key="ms_sc_csv",
     )
