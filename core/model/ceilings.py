@@ -526,6 +526,16 @@ def scenario_parameters(cat: Catalogue, s: ScenarioArrays, predictor: pm.Predict
     return predictor.parameters_of(keys)[of]
 
 
+def _timed_once(cat: Catalogue, steps: Steps, s: ScenarioArrays, peak: Array, par: Array, reps: Array) -> Array:
+    """`achieved_step_times` of each distinct (step, accelerator, peak, repetitions, parameters' cell) once: a prompt's
+    prefill is the same at every context of a sweep. The parameters are those of (accelerator, framework, weight format,
+    model): `scenario_parameters`."""
+    timing = {f.name: getattr(steps, f.name) for f in fields(Steps)}
+    first, of = distinct_rows({**timing, "gpu": s.gpu, "peak": peak, "reps": reps, "framework": s.framework, "weights": s.weights})
+    times, _ = achieved_step_times(cat, steps.take(first), s.gpu[first], peak[first], par[first], reps=reps[first])
+    return times[of]  # type: ignore[no-any-return]
+
+
 def _predicted(
     cat: Catalogue,
     s: ScenarioArrays,
@@ -557,7 +567,7 @@ def _predicted(
     ]
     chunk = np.array(chunks)[of]
     reps = np.maximum(np.ceil(batch * prompt / chunk), 1.0)
-    prefill, _ = achieved_step_times(cat, wave, s.gpu, peak, par, reps=reps)
+    prefill = _timed_once(cat, wave, s, peak, par, reps)
     # a request arriving into a running batch: its prompt's chunks, each a step that also carries the other sequences' tokens
     alone_reps = np.maximum(np.ceil(prompt / chunk), 1.0)
     shared = Steps(
@@ -572,7 +582,7 @@ def _predicted(
         p.prefill,
         p.flash,
     )
-    steady, _ = achieved_step_times(cat, shared, s.gpu, peak, par, reps=alone_reps)
+    steady = _timed_once(cat, shared, s, peak, par, alone_reps)
     request = par[:, pm.P["overhead_request_s"]]
     costed = ~np.isnan(peak)
     cycle = decode + s.number("spec_draft_len") * draft * st.speculative
