@@ -279,14 +279,15 @@ def test_a_release_newer_than_the_notes_is_sized_as_the_newest_and_says_so(cat):
 
 
 def _bound(row) -> float:
-    if row["bound"] == "skip":
-        pytest.skip(f"{row['id']}: {row['bound_reason']}")
     return float(row["bound"])
 
 
-TOKEN_LOGS = [r for r in LOGS if r["kv_cache_tokens_printed"]]
-CONCURRENCY_LOGS = [r for r in LOGS if r["max_concurrency_printed"]]
-BYTE_LOGS = [r for r in LOGS if r["kv_cache_gib_printed"]]
+#: Logs of a setting this module does not model (bound "skip": the reason is in bound_reason) are not compared; the
+#: fixture test below checks each says why, and the gate test counts only the others.
+MODELLED = [r for r in LOGS if r["bound"] != "skip"]
+TOKEN_LOGS = [r for r in MODELLED if r["kv_cache_tokens_printed"]]
+CONCURRENCY_LOGS = [r for r in MODELLED if r["max_concurrency_printed"]]
+BYTE_LOGS = [r for r in MODELLED if r["kv_cache_gib_printed"]]
 
 
 @pytest.mark.parametrize("row", TOKEN_LOGS, ids=[r["id"] for r in TOKEN_LOGS])
@@ -329,6 +330,8 @@ def test_the_fixture_names_catalogue_entries_and_sources(cat):
         assert row["engine"] in al.ENGINES and row["note"], row["id"]
         assert row["bound"] == "0.10" or row["bound_reason"], row["id"]  # a looser bound or a skip says why
         assert row["kv_cache_tokens_printed"] or row["kv_cache_gib_printed"] or row["max_concurrency_printed"], row["id"]
+    left_out = sorted(r["id"] for r in LOGS if r["bound"] == "skip")
+    assert left_out == ["L06", "L20", "L29"], left_out  # MLP-only FP8, decode context parallelism, MXFP4 experts only
 
 
 def test_the_command_line_sizes_a_published_log(tmp_path, capsys):
