@@ -412,8 +412,10 @@ def cmd_predict(args: argparse.Namespace) -> dict[str, Any]:
         "flags": r.flags,
         "method": (
             "the ceiling's operations at the framework's fitted efficiencies per operation class, plus per-kernel, per-step, "
-            "per-sequence and per-request overheads (core.model.predicted); ttft: the median first token when the batch's prompts "
-            "arrive together, chunked at the framework's prefill budget; held_out_error: mean |predicted - measured| / measured of "
+            "per-sequence and per-request overheads (core.model.predicted); ttft: a request arriving into the running batch (a "
+            "server at this concurrency in its steady state), its prompt in the framework's prefill chunks, each a step that also "
+            "carries the other sequences' tokens (the median when the prompts arrive together: predicted_burst_ttft_s of "
+            "`ceiling --json`); held_out_error: mean |predicted - measured| / measured of "
             "published measurements like these, one publisher's campaign held out at a time"
         ),
     }

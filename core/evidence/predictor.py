@@ -2,10 +2,12 @@
 
 `design` turns measurement rows (the reference set through
 core.evidence.reference.as_measurements, or a user's dataset) into what the
-fit needs: each row's decode step and the prefill of its wave of prompts in
-the engine's chunks, its level keys, and its observations (the seconds its
-rate counts, core.model.workload, and where a row has one, its time to first
-token). `fit` finds the global theta and each level's shifts by penalised
+fit needs: each row's decode step, the prefill of its wave of prompts in
+the engine's chunks and one prompt arriving into its running batch, its
+level keys, and its observations (the seconds its rate counts and, where a
+row has one, its time to first token: core.model.workload, a served row's
+as its steady state's arrival, a fixed batch's or a max-load run's as a
+burst). `fit` finds the global theta and each level's shifts by penalised
 least squares on the log of the times (Huber-weighted, so that a handful of
 rows far from any model do not bend it): each shift has a Gaussian prior
 around 0 whose width is its level's (`PRIOR_SD`), so a cell with few rows
@@ -42,7 +44,7 @@ import polars as pl
 from core.catalogue.catalogue import Catalogue
 from core.model import predicted as pm
 from core.model import workload as wl
-from core.model.ceilings import ScenarioArrays, achieved_step_times, achieved_work, scenario_steps
+from core.model.ceilings import ScenarioArrays, achieved_step_times, achieved_work, arrival_steps, scenario_steps
 from core.model.engine import SortedWork, Steps
 from core.model.predicted import Band, Predictor
 
@@ -85,6 +87,8 @@ class Design:
     level_keys: dict[str, list[str]]
     decode: tuple[Steps, Index, Array, SortedWork]
     prefill: tuple[Steps, Index, Array, SortedWork, Array]
+    arrival: tuple[Steps, SortedWork, Array]  # one prompt arriving into the running batch: its steps, work, chunks
+    steady: npt.NDArray[np.bool_]  # a TTFT of a server in its steady state (core.model.workload.expected_ttft)
     phase: Index
     batch: Array
     output: Array
@@ -102,18 +106,21 @@ class Design:
         steps_p, gpu_p, peak_p, work_p, reps = self.prefill
         tp, jp = achieved_step_times(cat, steps_p, gpu_p, peak_p, params, reps=reps, jacobian=jacobian, work=work_p)
         tp = tp * self.pipe
+        steps_a, work_a, reps_a = self.arrival
+        ta, ja = achieved_step_times(cat, steps_a, gpu_p, peak_p, params, reps=reps_a, jacobian=jacobian, work=work_a)
+        ta = ta * self.pipe
         request = params[:, pm.P["overhead_request_s"]] * self.online
         rate_s = wl.seconds(self.phase, self.output, td, tp, request)
-        ttft_s = wl.expected_ttft(self.batch, tp, request)
+        ttft_s = wl.expected_ttft(self.steady, self.batch, tp, ta, request)
         r, k = self.obs_row, self.obs_kind
         secs = np.where(k == TTFT, ttft_s[r], rate_s[r])
         if not jacobian:
             return secs, None
-        assert jd is not None and jp is not None
+        assert jd is not None and jp is not None and ja is not None
         jp = jp * self.pipe[:, None]
         dec, pre = (self.phase == wl.DECODE)[:, None], (self.phase == wl.PREFILL)[:, None]
         j_rate = np.where(dec, jd, np.where(pre, jp, jp + self.output[:, None] * jd))
-        j_ttft = jp * wl.ttft_share(self.batch)[:, None]
+        j_ttft = np.where(self.steady[:, None], ja * self.pipe[:, None], jp * wl.burst_share(self.batch)[:, None])
         req = pm.P["overhead_request_s"]
         j_rate[:, req] += np.where(self.phase == wl.MIXED, self.online, 0.0)
         j_ttft[:, req] += self.online
@@ -177,6 +184,7 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
         np.ones(len(batch), bool),
         d.flash,
     )
+    arrival, arrival_reps = arrival_steps(wave, batch, prompt, chunk)
     micro = np.minimum(np.ceil(prompt / pm.PREFILL_CHUNK["llama.cpp"]), pm.LAYER_SPLIT_MICROBATCHES)
     pipe = (micro + pp - 1.0) / (micro * pp)
     keys = [
@@ -211,6 +219,8 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
         level_keys=level_keys,
         decode=(d, s.gpu, peak, achieved_work(cat, d)),
         prefill=(wave, s.gpu, peak, achieved_work(cat, wave, reps), reps),
+        arrival=(arrival, achieved_work(cat, arrival, arrival_reps), arrival_reps),
+        steady=rows["online"].cast(pl.Boolean).to_numpy(),
         phase=phase,
         batch=batch,
         output=output,
@@ -250,6 +260,8 @@ def subset(des: Design, rows: npt.NDArray[np.bool_]) -> Design:
     p_steps, p_gpu, p_peak, _, reps = des.prefill
     dec = d_steps.take(index)
     pre = p_steps.take(index)
+    a_steps, _, a_reps = des.arrival
+    arr = a_steps.take(index)
     return Design(
         cat=cat,
         rows=des.rows[index],
@@ -258,6 +270,8 @@ def subset(des: Design, rows: npt.NDArray[np.bool_]) -> Design:
         level_keys=des.level_keys,
         decode=(dec, d_gpu[index], d_peak[index], achieved_work(cat, dec)),
         prefill=(pre, p_gpu[index], p_peak[index], achieved_work(cat, pre, reps[index]), reps[index]),
+        arrival=(arr, achieved_work(cat, arr, a_reps[index]), a_reps[index]),
+        steady=des.steady[index],
         phase=des.phase[index],
         batch=des.batch[index],
         output=des.output[index],

@@ -526,6 +526,27 @@ def scenario_parameters(cat: Catalogue, s: ScenarioArrays, predictor: pm.Predict
     return predictor.parameters_of(keys)[of]
 
 
+def arrival_steps(p: Steps, batch: Array, prompt: Array, chunk: Array) -> tuple[Steps, Array]:
+    """A request arriving into a running batch of `batch` - 1 others (a server at that concurrency in its steady state):
+    its prompt's chunks of the engine's `chunk` tokens, each a step that also carries the other sequences' decode
+    tokens. Its time to first token is these steps' time (core.model.workload.expected_ttft). Returns the steps (one
+    per scenario, a chunk's work) and their repetitions (the chunks)."""
+    reps = np.maximum(np.ceil(prompt / chunk), 1.0)
+    steps = Steps(
+        p.model,
+        p.num_gpus,
+        p.weight_bytes,
+        p.kv_bytes,
+        p.act_bytes,
+        np.ones(len(p)),
+        prompt + (batch - 1.0) * reps,
+        p.cached,
+        p.prefill,
+        p.flash,
+    )
+    return steps, reps
+
+
 def _timed_once(cat: Catalogue, steps: Steps, s: ScenarioArrays, peak: Array, par: Array, reps: Array) -> Array:
     """`achieved_step_times` of each distinct (step, accelerator, peak, repetitions, parameters' cell) once: a prompt's
     prefill is the same at every context of a sweep. The parameters are those of (accelerator, framework, weight format,
@@ -568,27 +589,14 @@ def _predicted(
     chunk = np.array(chunks)[of]
     reps = np.maximum(np.ceil(batch * prompt / chunk), 1.0)
     prefill = _timed_once(cat, wave, s, peak, par, reps)
-    # a request arriving into a running batch: its prompt's chunks, each a step that also carries the other sequences' tokens
-    alone_reps = np.maximum(np.ceil(prompt / chunk), 1.0)
-    shared = Steps(
-        p.model,
-        p.num_gpus,
-        p.weight_bytes,
-        p.kv_bytes,
-        p.act_bytes,
-        np.ones(s.size),
-        prompt + (batch - 1.0) * alone_reps,
-        p.cached,
-        p.prefill,
-        p.flash,
-    )
+    shared, alone_reps = arrival_steps(p, batch, prompt, chunk)
     steady = _timed_once(cat, shared, s, peak, par, alone_reps)
     request = par[:, pm.P["overhead_request_s"]]
     costed = ~np.isnan(peak)
     cycle = decode + s.number("spec_draft_len") * draft * st.speculative
     per_user = np.where(served, tokens_per_step / cycle, np.nan)
     total = per_user * batch
-    burst = np.where(costed, wl.expected_ttft(batch, prefill, request), np.nan)
+    burst = np.where(costed, wl.burst_ttft(batch, prefill, request), np.nan)
     bands = [predictor.band(hw.families[g], pm.FRAMEWORKS[f], "tokens") for g, f in zip(s.gpu[first], s.framework[first], strict=True)]
     ttft_bands = [predictor.band(hw.families[g], pm.FRAMEWORKS[f], "ttft") for g, f in zip(s.gpu[first], s.framework[first], strict=True)]
     n = s.number("num_gpus")
@@ -598,7 +606,7 @@ def _predicted(
             "predicted_tokens_per_s_per_user": per_user,
             "predicted_tokens_per_s_total": total,
             "predicted_tpot_s": np.where(served, cycle / tokens_per_step, np.nan),
-            "predicted_ttft_s": np.where(costed, steady + request, np.nan),
+            "predicted_ttft_s": np.where(costed, steady + request, np.nan),  # a server in its steady state (core.model.workload)
             "predicted_burst_ttft_s": burst,
             "predicted_prefill_tokens_per_s": np.where(costed, batch * prompt / prefill, np.nan),
             "predicted_usd_per_million_tokens": price * n / (total * 3600.0) * 1e6,

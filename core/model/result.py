@@ -105,8 +105,8 @@ class Ceiling:
     )
     predicted_burst_ttft_s: float | None = _figure(
         "s",
-        "predicted median time to first token when the batch's prompts arrive together (a benchmark's closed loop at this "
-        "concurrency): half the wave's chunked prefill before its own, plus the request overhead",
+        "predicted median time to first token when the batch's prompts arrive together (a fixed batch, or every request sent "
+        "at once): half the wave's chunked prefill before its own, plus the request overhead",
     )
     predicted_prefill_tokens_per_s: float | None = _figure("tokens/s", "predicted prompt tokens per second of the wave's prefill")
     predicted_usd_per_million_tokens: float | None = _figure("USD", "per million output tokens at the predicted throughput")

@@ -11,14 +11,23 @@ A measurement (or a published row) is one of three phases:
   tokens at a concurrency of `batch`): a wave of `batch` requests is the
   prefill of their prompts and `output` decode steps, plus, served online,
   one request overhead: seconds = prefill + output x decode step (+ request),
-  rate = batch x output / seconds. Engines with fixed request lengths keep
-  their requests in step, so a closed-loop client at concurrency N runs
-  such waves.
+  rate = batch x output / seconds. Whether the requests run in step or
+  arrive spread over the run, each costs its prompt's prefill and a share
+  of `output` decode steps of `batch` sequences, so the rate is the same.
 
-A time to first token at a concurrency of `batch` waits, at the median, for
-about half the wave's prompts to be prefilled before its own:
-ttft = prefill of the wave x (batch + 1) / (2 batch) (+ request overhead
-online); at batch 1 it is one prompt's prefill. The ceiling's TTFT is one
+A time to first token depends on how the requests arrive:
+
+- served online by a closed-loop client at a concurrency of `batch` (a
+  server in its steady state: each request sent as another finishes, so
+  arrivals spread over the run), a request arrives into a running batch of
+  `batch` - 1 others: ttft = its prompt's chunks, each a step that also
+  carries the others' decode tokens (core.model.ceilings.arrival_steps),
+  plus the request overhead;
+- a fixed batch, or every request sent at once (a burst), waits at the
+  median for about half the wave's prompts to be prefilled before its own:
+  ttft = prefill of the wave x (batch + 1) / (2 batch).
+
+At batch 1 both are one prompt's prefill. The ceiling's TTFT is one
 prompt's prefill alone (the best a request can see).
 
 `seconds` and `rate` are written once and called by the ceiling comparison
@@ -62,11 +71,18 @@ def seconds_of_rate(phase: npt.NDArray[np.intp], batch: Array, prompt: Array, ou
         return counted / tokens_per_s  # type: ignore[no-any-return]
 
 
-def expected_ttft(batch: Array, wave_prefill_s: Array, request_s: Array) -> Array:
-    """The median time to first token at a concurrency of `batch`: half the wave's prefill before its own, plus the request."""
-    return wave_prefill_s * (batch + 1.0) / (2.0 * batch) + request_s
+def burst_ttft(batch: Array, wave_prefill_s: Array, request_s: Array) -> Array:
+    """The median time to first token of a burst of `batch` requests: half the wave's prefill before its own, plus the
+    request."""
+    return wave_prefill_s * burst_share(batch) + request_s
 
 
-def ttft_share(batch: Array) -> Array:
-    """d expected_ttft / d wave prefill: (batch + 1) / (2 batch)."""
+def burst_share(batch: Array) -> Array:
+    """d burst_ttft / d wave prefill: (batch + 1) / (2 batch)."""
     return (batch + 1.0) / (2.0 * batch)  # type: ignore[no-any-return]
+
+
+def expected_ttft(steady: npt.NDArray[np.bool_], batch: Array, wave_prefill_s: Array, arrival_s: Array, request_s: Array) -> Array:
+    """The median time to first token: of a request arriving into a running batch where the server is in its `steady`
+    state (`arrival_s`, its prompt's steps among the others' decode), else of a burst (`burst_ttft`); plus the request."""
+    return np.where(steady, arrival_s + request_s, burst_ttft(batch, wave_prefill_s, request_s))  # type: ignore[no-any-return]

@@ -137,12 +137,70 @@ def test_the_jacobian_is_the_derivative(cat):
         assert jac[0, p] == pytest.approx((t1[0] - t0[0]) / (par[0, p] * 1e-6), rel=1e-4, abs=1e-12), pm.NAMES[p]
 
 
-def test_a_wave_s_median_first_token_waits_for_half_its_prompts():
-    """TTFT at a concurrency of 8 = the wave's prefill x 9 / 16 + the request overhead; at 1 it is one prompt."""
-    got = wl.expected_ttft(np.array([8.0, 1.0]), np.array([1.6, 0.2]), np.array([0.05, 0.05]))
+def test_a_burst_s_median_first_token_waits_for_half_its_prompts():
+    """TTFT of a burst of 8 = the wave's prefill x 9 / 16 + the request overhead; at 1 it is one prompt. A server in its
+    steady state gives its arrival's own steps instead."""
+    got = wl.burst_ttft(np.array([8.0, 1.0]), np.array([1.6, 0.2]), np.array([0.05, 0.05]))
     assert got.tolist() == pytest.approx([1.6 * 9 / 16 + 0.05, 0.25])
+    mixed = wl.expected_ttft(
+        np.array([True, False]), np.array([8.0, 8.0]), np.array([1.6, 1.6]), np.array([0.3, 0.3]), np.array([0.05, 0.0])
+    )
+    assert mixed.tolist() == pytest.approx([0.3 + 0.05, 1.6 * 9 / 16])
     rate = wl.rate(np.array([wl.MIXED]), np.array([8.0]), np.array([1000.0]), np.array([100.0]), np.array([4.0]))
     assert rate[0] == pytest.approx(8 * 100 / 4.0)
+
+
+def test_a_served_run_s_first_token_is_the_one_the_pages_show(cat):
+    """A TTFT measured at concurrency 8 (online, a closed loop) is fitted and scored as a request arriving into the running
+    batch, the figure the pages show; the same run as a fixed batch as a burst, the CLI's burst figure. 20,000-token
+    prompts on an H100 run in vLLM's 8,192-token chunks: 3 chunks; at batch 1 both are one prompt. The TTFT's jacobian
+    is the derivative."""
+    predictor = pr.shipped(cat).predictor
+    rows = pl.DataFrame(
+        {
+            "gpu": ["h100-sxm"] * 3,
+            "model": ["llama-3.1-8b"] * 3,
+            "num_gpus": [1] * 3,
+            "weights": ["bf16"] * 3,
+            "kv": ["bf16"] * 3,
+            "compute": ["bf16"] * 3,
+            "phase": ["mixed"] * 3,
+            "batch": [8, 8, 1],
+            "input_tokens": [20000] * 3,
+            "output_tokens": [2000] * 3,
+            "tokens_per_s": [1000.0] * 3,
+            "ttft_s": [0.7] * 3,
+            "framework": ["vLLM"] * 3,
+            "online": [True, False, True],
+        }
+    )
+    des = pr.design(cat, rows)
+    assert des.arrival[2].tolist() == [3.0, 3.0, 3.0]
+    got = pr.predict(des, predictor)[des.obs_kind == pr.TTFT]
+    page = {
+        b: ceiling(
+            cat,
+            Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=b, context=21000, prompt=20000, framework="vLLM"),
+            predictor=predictor,
+        )
+        for b in (8, 1)
+    }
+    assert got[0] == pytest.approx(page[8].predicted_ttft_s, rel=1e-9)
+    assert page[8].predicted_burst_ttft_s is not None
+    assert got[1] == pytest.approx(
+        page[8].predicted_burst_ttft_s - predictor.parameters_of(des.keys[:1])[0, pm.P["overhead_request_s"]], rel=1e-9
+    )
+    assert got[2] == pytest.approx(page[1].predicted_ttft_s, rel=1e-9) and got[0] < got[1]
+    par = predictor.parameters_of(des.keys)
+    t0, jac = des.seconds(par, jacobian=True)
+    assert jac is not None
+    ttft = np.flatnonzero(des.obs_kind == pr.TTFT)
+    for p in range(pm.NP):
+        up = par.copy()
+        up[:, p] *= 1 + 1e-6
+        t1, _ = des.seconds(up)
+        fd = (t1[ttft] - t0[ttft]) / (par[des.obs_row[ttft], p] * 1e-6)
+        assert jac[ttft, p].tolist() == pytest.approx(fd.tolist(), rel=1e-4, abs=1e-12), pm.NAMES[p]
 
 
 # -- the fit ------------------------------------------------------------------------------------------------------
@@ -266,16 +324,17 @@ def test_the_scorecards_figures_are_recomputable_from_its_rows(cat):
 
 
 def test_the_purchase_search_runs_on_the_prediction_and_can_choose_differently(cat):
-    """The cheapest configuration under TPOT <= 50 ms and TTFT <= 2 s: on the ceiling's times MI300X wins; on what vLLM is
-    expected to reach, B200 does. Every kept configuration meets the target on its predicted times, under its ceiling."""
+    """The cheapest configuration under TPOT <= 30 ms and TTFT <= 2 s: on the ceiling's times MI300X wins; on what vLLM is
+    expected to reach, B200 does (MI300X's expected decode steps fit fewer sequences under 30 ms). Every kept
+    configuration meets the target on its predicted times, under its ceiling."""
     w = Scenario(model="llama-3.1-70b", weights="fp8", kv="fp8", context=2048, prompt=1024, framework="vLLM")
     gpus = ["h100-sxm", "h200-sxm", "mi300x", "b200", "l40s"]
-    bound = compare_accelerators(cat, gpus, w, max_tpot_s=0.05, max_ttft_s=2.0)
-    expected = compare_accelerators(pr.with_predictor(cat), gpus, w, max_tpot_s=0.05, max_ttft_s=2.0)
+    bound = compare_accelerators(cat, gpus, w, max_tpot_s=0.03, max_ttft_s=2.0)
+    expected = compare_accelerators(pr.with_predictor(cat), gpus, w, max_tpot_s=0.03, max_ttft_s=2.0)
     assert set(bound["basis"]) == {"ceiling"} and set(expected["basis"]) == {"predicted"}
     assert bound["gpu"][0] == "mi300x" and expected["gpu"][0] == "b200"
     ok = expected.filter(pl.col("status") == "ok")
     assert ok.height == len(gpus)
-    assert (ok["time_per_output_token_s"] <= 0.05).all() and (ok["ttft_s"] <= 2.0).all()
+    assert (ok["time_per_output_token_s"] <= 0.03).all() and (ok["ttft_s"] <= 2.0).all()
     assert (ok["tokens_per_s_total"] <= ok["ceiling_tokens_per_s_total"]).all()
     assert ok["predicted_error"].is_not_null().all()
