@@ -55,6 +55,7 @@ REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "compute": pl.String,
     "batch": pl.Int64,
     "batch_kind": pl.String,
+    "requests": pl.Int64,
     "input_tokens": pl.Int64,
     "output_tokens": pl.Int64,
     "scope": pl.String,
@@ -98,6 +99,8 @@ class Reference(BaseModel):
     #: sequences decoded together or client concurrency; None only for a max-load figure that prints no batch
     batch: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     batch_kind: Literal["fixed batch", "concurrency", "max load"]
+    #: the requests the run sent, where the source prints them (a max-load run's running batch is at most these)
+    requests: Annotated[int, Field(ge=1, le=100_000_000)] | None = None
     input_tokens: Annotated[int, Field(ge=0, le=10_000_000)]
     output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] = 0  # may be left empty for a prefill figure
     scope: Literal["decode", "prefill", "end-to-end"]

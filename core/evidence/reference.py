@@ -47,6 +47,7 @@ META = (
     "tp",
     "ep",
     "batch_kind",
+    "requests",
     "scope",
     "metric",
     "value",
@@ -100,7 +101,8 @@ def _compute() -> pl.Expr:
 
 
 def _max_batch(cat: Catalogue, rows: pl.DataFrame) -> pl.Series:
-    """For rows with no printed batch, the largest batch that fits at the row's context (1 when none does)."""
+    """For rows with no printed batch, the largest batch that fits at the row's context (1 when none does), and at most the
+    requests the run sent where they are printed."""
     todo = rows.with_row_index("__i").filter(pl.col("batch").is_null())
     out = pl.Series("batch", [None] * rows.height, dtype=pl.Int64)
     if not todo.height:
@@ -117,6 +119,8 @@ def _max_batch(cat: Catalogue, rows: pl.DataFrame) -> pl.Series:
         pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).alias("prompt"),
     )
     fit = evaluate(cat, scen, columns=["max_batch"])["max_batch"].fill_null(1).clip(lower_bound=1)
+    if "requests" in todo.columns:
+        fit = pl.select(pl.min_horizontal(fit, todo["requests"])).to_series()
     return out.scatter(todo["__i"], fit)
 
 

@@ -14,7 +14,7 @@ from core.catalogue.catalogue import load_catalogue
 from core.catalogue.precisions import storage_format
 from core.catalogue.reference import CSV_COLUMNS, ReferenceError, reference_seed_frame, source_key
 from core.cli import main as cli_main
-from core.evidence.reference import CAUSES, evidence_for, reference_compare
+from core.evidence.reference import CAUSES, as_measurements, evidence_for, reference_compare
 from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.store import Store
@@ -210,6 +210,26 @@ def test_no_match_says_so_and_shows_the_nearest(cat):
     assert "Nearest published:" in ev.sentence and set(ev.rows["gpu"]) == {"rtx-4090"}
     none = evidence_for(cat, "t4", "phi-4")
     assert none.rows.height == 0 and "No published measurement" in none.sentence
+
+
+def test_a_max_load_run_is_taken_at_most_at_the_requests_it_sent(cat):
+    """trt-090 (TensorRT-LLM's online-serving table: Llama 3.1 8B on one H100 at QPS=INF, 'with 500 requests', no batch
+    printed): more than 500 sequences of 467 + 256 / 2 tokens fit, but 500 requests cannot make a larger batch. Without
+    the count, the row is taken at the batch that fits."""
+    ref = cat.reference.filter(pl.col("id") == "trt-090")
+    assert ref["requests"].to_list() == [500] and ref["batch"].to_list() == [None]
+    assert (ref["weights"][0], ref["kv"][0], ref["num_gpus"][0], ref["input_tokens"][0], ref["output_tokens"][0]) == (
+        "bf16",
+        "bf16",
+        1,
+        467,
+        256,
+    )
+    fits = ceiling(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=1, context=467 + 128, prompt=467)).max_batch
+    assert fits is not None and fits > 500
+    uncounted = ref.with_columns(pl.lit("trt-090-uncounted").alias("id"), pl.lit(None, dtype=pl.Int64).alias("requests"))
+    rows = as_measurements(cat, pl.concat([ref, uncounted]))
+    assert rows["batch"].to_list() == [500, fits]
 
 
 # -- the scorecard ------------------------------------------------------------------------
