@@ -395,9 +395,14 @@ if fig.frontier is not None:
             chart_exports(fig.frontier_cost, "frontier-cost", line=compared)
         else:
             st.info("No accelerator here has a price: type one under 'Prices used'.", icon=":material/payments:")
+    curves = (
+        f"what {escape_markdown(sc.framework)} is expected to reach (the predicted model; the table gives each ceiling beside it)"
+        if basis == "predicted"
+        else "the model's ceilings"
+    )
     st.caption(
         "Each curve sweeps the decode batch at the GPU count kept; up and to the right is better. Left of the dashed line "
-        "a token takes longer than the target allows. The curves are the model's ceilings; the published measurements of this model "
+        f"a token takes longer than the target allows. The curves are {curves}; the published measurements of this model "
         "on these accelerators are listed below the table, each against its own scenario's ceiling."
     )
 if presenting():

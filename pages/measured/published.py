@@ -98,7 +98,8 @@ def published_view(cat: Catalogue, lead: Any = None, box: Any = None) -> None:
     data_table(table, "published measurements", key="ms_ref_table", csv_key="ms_ref_csv", column_config=_columns())
     st.caption(
         "Share of ceiling: measured / ceiling for a rate, ceiling / measured for a time, each against the ceiling of its own scenario. "
-        "A max-load figure that prints no batch is set against the ceiling at the largest batch that fits."
+        "A max-load figure that prints no batch is set against the ceiling at the largest batch that fits, and at most the requests "
+        "the run sent where its source prints them (column Requests sent)."
     )
     figures = (
         ("Published measurements", f"{rows.height:,} of {view.total:,}"),
@@ -113,6 +114,9 @@ def _columns() -> dict[str, object]:
     return {
         "Source": st.column_config.LinkColumn("Source", display_text="source ↗", help="The page or file the number is printed in."),
         "Published value": st.column_config.NumberColumn("Published value", format="%,.4g", help="As printed, in the row's unit."),
+        "Requests sent": st.column_config.NumberColumn(
+            "Requests sent", format="%,d", help="The requests the run sent, where its source prints them (empty: not printed)."
+        ),
         "Ceiling (same unit)": st.column_config.NumberColumn(
             "Ceiling (same unit)", format="%,.3g", help="The model's ceiling for the same scenario, in the row's unit."
         ),
