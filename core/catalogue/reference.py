@@ -60,6 +60,7 @@ REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "output_tokens": pl.Int64,
     "scope": pl.String,
     "metric": pl.String,
+    "statistic": pl.String,
     "value": pl.Float64,
     "unit": pl.String,
     "value_si": pl.Float64,
@@ -105,6 +106,8 @@ class Reference(BaseModel):
     output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] = 0  # may be left empty for a prefill figure
     scope: Literal["decode", "prefill", "end-to-end"]
     metric: Literal["output_tokens_per_s", "output_tokens_per_s_per_user", "tpot", "itl", "ttft", "prefill_tokens_per_s"]
+    #: which statistic of the run's requests a time is, where the source prints it (empty: one figure, or not printed)
+    statistic: Literal["median", "mean", "p90", "p95", "p99"] | None = None
     value: Annotated[float, Field(gt=0, le=1e9)]
     unit: Literal["tokens/s", "tokens/s/gpu", "tokens/s/user", "ms", "s"]
     model_bytes: Annotated[int, Field(gt=0, le=10**13)] | None = None
@@ -137,6 +140,8 @@ class Reference(BaseModel):
             raise ValueError("input_tokens: a prefill figure needs a prompt of at least 1 token")
         if self.scope != "prefill" and self.metric != "ttft" and self.output_tokens < 1:
             raise ValueError("output_tokens: a decode or end-to-end figure needs at least 1 output token")
+        if self.statistic and self.metric not in TIME_METRICS:
+            raise ValueError(f"statistic: {self.metric} is a rate; a statistic of the requests is given for a time (ttft, tpot, itl)")
         if self.read_on > dt.date.today():
             raise ValueError(f"read_on: {self.read_on} is in the future")
         return self

@@ -50,6 +50,7 @@ META = (
     "requests",
     "scope",
     "metric",
+    "statistic",
     "value",
     "unit",
     "value_si",

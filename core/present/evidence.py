@@ -72,6 +72,7 @@ def reference_display(rows: pl.DataFrame) -> pl.DataFrame:
         pl.col("input_tokens").alias("Input (tokens)"),
         pl.col("output_tokens").alias("Output (tokens)"),
         pl.col("metric").alias("Metric"),
+        (pl.col("statistic") if "statistic" in rows.columns else pl.lit(None, dtype=pl.String)).alias("Statistic"),
         pl.col("value").alias("Published value"),
         pl.col("unit").alias("Unit"),
         _in_printed_unit(pl.col("ceiling")).alias("Ceiling (same unit)"),

@@ -250,7 +250,7 @@ def test_a_campaign_never_predicts_itself(cat, ref):
     rows, des = ref
     campaign = "intel-gaudi-model-performance"
     mine = (rows["campaign"] == campaign).to_numpy()
-    ok = (rows["status"] == "ok").to_numpy()
+    ok = pr.fitted(rows, des)
 
     def fold(design: pr.Design) -> np.ndarray:
         train = ok & ~mine
@@ -266,13 +266,32 @@ def test_a_campaign_never_predicts_itself(cat, ref):
     assert [shipped[i] for i in ids] == pytest.approx(before.tolist(), rel=1e-4)
 
 
+def test_a_served_run_s_mean_first_token_is_scored_not_fitted(cat, ref):
+    """InferenceX prints the mean TTFT of closed loops at concurrency 4-64 (16 rows): the fit leaves them out, so scaling
+    them by 10 leaves it unchanged, and the scorecard still predicts and scores each. Medians (the SGLang cookbook) and a
+    burst's mean (TensorRT-LLM's 500 requests sent at once) are fitted."""
+    rows, des = ref
+    use = pr.fitted(rows, des)
+    ttft = (rows["metric"] == "ttft").to_numpy()
+    means = ttft & (rows["statistic"] == "mean").fill_null(False).to_numpy() & (rows["batch_kind"] == "concurrency").to_numpy()
+    assert means.sum() == 16 and set(rows.filter(pl.Series(means))["campaign"]) == {"semianalysis-inferencex"}
+    assert not use[means].any()
+    assert use[ttft & ~means & (rows["status"] == "ok").to_numpy()].all()
+    assert use[(rows["id"] == "trt-090").to_numpy()].all()  # a max-load run's mean TTFT: fitted
+    before = pr.fit(des, use)
+    scaled = dataclasses.replace(des, obs_seconds=np.where(means[des.obs_row], des.obs_seconds * 10.0, des.obs_seconds))
+    after = pr.fit(scaled, pr.fitted(rows, scaled))
+    assert after.beta.tolist() == pytest.approx(before.beta.tolist(), rel=1e-9)
+    scored = scorecard(cat).rows.filter(pl.col("id").is_in(rows.filter(pl.Series(means))["id"].to_list()))
+    assert scored.height == 16 and scored["predicted"].is_not_null().all() and scored["abs_pct_error"].is_not_null().all()
+
+
 def test_the_shipped_fit_is_the_fit_of_today_s_seed(cat, ref):
     """data/seed/predictor.json was fitted on this reference set and these figures, and refitting gives its theta."""
     rows, des = ref
     sh = pr.shipped(cat)
     assert sh.current, "run python -m core.evidence.predictor"
-    ok = (rows["status"] == "ok").to_numpy()
-    again = pr.fit(des, ok & np.isfinite(des.obs_seconds))
+    again = pr.fit(des, pr.fitted(rows, des))
     assert again.beta.tolist() == pytest.approx(list(sh.predictor.theta), abs=1e-4)
 
 
