@@ -116,6 +116,8 @@ def test_values_are_kept_as_printed_and_converted_to_si(tmp_path):
         ({"value": "-3"}, "value"),
         ({"campaign": ""}, "campaign: Field required"),
         ({"campaign": "Example Post"}, "campaign: String should match pattern"),
+        ({"statistic": "mean"}, "statistic: output_tokens_per_s is a rate"),
+        ({"requests": "0"}, "requests"),
     ],
 )
 def test_a_bad_row_is_refused_with_its_row_and_field(tmp_path, change, message):
