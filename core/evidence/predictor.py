@@ -67,7 +67,9 @@ GLOBAL_SD = 2.0
 #: The spread of a measurement about the model, on the log of its time: a residual counts as (residual / NOISE)^2 against
 #: the priors' widths. Chosen by the held-out error it gives (leave one campaign out, decode throughput and TPOT,
 #: 2026-12-02): 18.6% at 1.0, 21.4% at 0.5, 25.4% at 0.3, 24.6% at 0.2; a narrower spread fits each campaign's own rows
-#: better (10.2% in sample at 1.0, 6.8% at 0.2) and predicts the others worse. A refit on your own rows
+#: better (10.2% in sample at 1.0, 6.8% at 0.2) and predicts the others worse. After that day's reading of TTFT,
+#: requests and statistics and the llama.cpp CUDA rows: 17.3% at 0.7, 17.4% at 1.0, 19.7% at 1.5 (prefill 83%, 77%,
+#: 74%; TTFT 37%, 39%, 43%), so 1.0 stays. A refit on your own rows
 #: (core.evidence.refit) uses its own, narrower spread.
 NOISE = 1.0
 #: Residuals beyond this (on the log of the time, in units of the fit's spread) are weighted down (Huber), so that a few
