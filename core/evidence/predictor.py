@@ -91,6 +91,7 @@ class Design:
     prefill: tuple[Steps, Index, Array, SortedWork, Array]
     arrival: tuple[Steps, SortedWork, Array]  # one prompt arriving into the running batch: its steps, work, chunks
     steady: npt.NDArray[np.bool_]  # a TTFT of a server in its steady state (core.model.workload.expected_ttft)
+    served: npt.NDArray[np.bool_]  # a time per output token of a server in its steady state (core.model.workload.served_tpot)
     phase: Index
     batch: Array
     output: Array
@@ -113,6 +114,7 @@ class Design:
         ta = ta * self.pipe
         request = params[:, pm.P["overhead_request_s"]] * self.online
         rate_s = wl.seconds(self.phase, self.output, td, tp, request)
+        rate_s = np.where(self.served, wl.served_tpot(self.batch, self.output, td, tp), rate_s)
         ttft_s = wl.expected_ttft(self.steady, self.batch, tp, ta, request)
         r, k = self.obs_row, self.obs_kind
         secs = np.where(k == TTFT, ttft_s[r], rate_s[r])
@@ -122,11 +124,21 @@ class Design:
         jp = jp * self.pipe[:, None]
         dec, pre = (self.phase == wl.DECODE)[:, None], (self.phase == wl.PREFILL)[:, None]
         j_rate = np.where(dec, jd, np.where(pre, jp, jp + self.output[:, None] * jd))
+        j_rate = np.where(self.served[:, None], jd + jp * wl.tpot_share(self.batch, self.output)[:, None], j_rate)
         j_ttft = np.where(self.steady[:, None], ja * self.pipe[:, None], jp * wl.burst_share(self.batch)[:, None])
         req = pm.P["overhead_request_s"]
         j_rate[:, req] += np.where(self.phase == wl.MIXED, self.online, 0.0)
         j_ttft[:, req] += self.online
         return secs, np.where((k == TTFT)[:, None], j_ttft[r], j_rate[r])
+
+
+def served_tpot_rows(rows: pl.DataFrame) -> npt.NDArray[np.bool_]:
+    """Reference rows whose figure is the time per output token of a closed loop at a concurrency above 1: its decode
+    steps carry the prefills of the requests arriving meanwhile (core.model.workload.served_tpot)."""
+    if "metric" not in rows.columns or "batch_kind" not in rows.columns:
+        return np.zeros(rows.height, dtype=bool)
+    served = (pl.col("metric") == "tpot") & (pl.col("batch_kind") == "concurrency") & (pl.col("batch") > 1)
+    return rows.select(served.fill_null(False)).to_series().to_numpy()  # type: ignore[no-any-return]
 
 
 def layer_split(rows: pl.DataFrame) -> pl.Expr:
@@ -223,6 +235,7 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
         prefill=(wave, s.gpu, peak, achieved_work(cat, wave, reps), reps),
         arrival=(arrival, achieved_work(cat, arrival, arrival_reps), arrival_reps),
         steady=rows["online"].cast(pl.Boolean).to_numpy(),
+        served=served_tpot_rows(rows),
         phase=phase,
         batch=batch,
         output=output,
@@ -274,6 +287,7 @@ def subset(des: Design, rows: npt.NDArray[np.bool_]) -> Design:
         prefill=(pre, p_gpu[index], p_peak[index], achieved_work(cat, pre, reps[index]), reps[index]),
         arrival=(arr, achieved_work(cat, arr, a_reps[index]), a_reps[index]),
         steady=des.steady[index],
+        served=des.served[index],
         phase=des.phase[index],
         batch=des.batch[index],
         output=des.output[index],

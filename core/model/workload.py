@@ -30,6 +30,12 @@ A time to first token depends on how the requests arrive:
 At batch 1 both are one prompt's prefill. The ceiling's TTFT is one
 prompt's prefill alone (the best a request can see).
 
+A time per output token served by a closed loop at a concurrency of
+`batch` (the server in its steady state) carries, besides its decode steps,
+the prefills of the `batch` - 1 others that arrive while it generates its
+`output` tokens: tpot = decode step + wave prefill x (batch - 1) /
+(batch x output) (`served_tpot`); a fixed batch's is the decode step.
+
 `seconds` and `rate` are written once and called by the ceiling comparison
 (core.evidence.compare), the prediction (core.model.ceilings) and the fit
 (core.evidence.predictor).
@@ -86,3 +92,15 @@ def expected_ttft(steady: npt.NDArray[np.bool_], batch: Array, wave_prefill_s: A
     """The median time to first token: of a request arriving into a running batch where the server is in its `steady`
     state (`arrival_s`, its prompt's steps among the others' decode), else of a burst (`burst_ttft`); plus the request."""
     return np.where(steady, arrival_s + request_s, burst_ttft(batch, wave_prefill_s, request_s))  # type: ignore[no-any-return]
+
+
+def tpot_share(batch: Array, output: Array) -> Array:
+    """d served_tpot / d wave prefill: (batch - 1) / (batch x output)."""
+    return (batch - 1.0) / (batch * np.maximum(output, 1.0))  # type: ignore[no-any-return]
+
+
+def served_tpot(batch: Array, output: Array, decode_s: Array, wave_prefill_s: Array) -> Array:
+    """The time per output token of a request served at a concurrency of `batch` in the steady state: its decode steps,
+    plus the prefills of the `batch` - 1 others that arrive while it generates its `output` tokens, spread over them:
+    decode + wave prefill x (batch - 1) / (batch x output). At batch 1 it is the decode step."""
+    return decode_s + wave_prefill_s * tpot_share(batch, output)  # type: ignore[no-any-return]

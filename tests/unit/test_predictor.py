@@ -121,6 +121,13 @@ def test_a_chunked_prefill_reads_the_weights_once_per_chunk(cat):
     assert t2[0] == pytest.approx(2 * by_hand, rel=1e-9)
 
 
+def test_a_served_token_carries_the_prefills_of_the_requests_arriving_meanwhile():
+    """At concurrency 8 with 100 output tokens, 7 other prompts arrive while a request decodes: a 10 ms step plus 7/8 of
+    a 1.6 s wave's prefill spread over 100 tokens = 24 ms; alone (concurrency 1) it is the step."""
+    got = wl.served_tpot(np.array([8.0, 1.0]), np.array([100.0, 100.0]), np.array([0.010, 0.010]), np.array([1.6, 0.2]))
+    assert got.tolist() == pytest.approx([0.010 + 1.6 * 7 / 800, 0.010])
+
+
 def test_the_jacobian_is_the_derivative(cat):
     """Each column of the jacobian against a finite difference, for a step with every term at work."""
     sc = Scenario(gpu="h100-sxm", model="mixtral-8x7b", num_gpus=4, batch=64, context=2048)
@@ -210,6 +217,27 @@ def test_a_served_run_s_first_token_is_the_one_the_pages_show(cat):
 def ref(cat):
     rows = reference_compare(cat).with_columns((pl.col("batch_kind") == "concurrency").alias("online"))
     return rows, pr.design(cat, rows)
+
+
+def test_a_served_run_s_time_per_token_is_fitted_as_its_steady_state(cat, ref):
+    """The SGLang cookbook's median TPOTs (closed loops at concurrency 16-100) are timed as served_tpot; the jacobian of
+    each is its derivative. A TPOT at concurrency 1, or any other figure, is not."""
+    rows, des = ref
+    tpot = (rows["metric"] == "tpot").to_numpy()
+    cook = (rows["campaign"] == "sglang-cookbook").to_numpy()
+    assert des.served[tpot & cook & (rows["batch"] > 1).to_numpy()].all()
+    assert not des.served[~tpot].any() and not des.served[(rows["batch"] == 1).to_numpy()].any()
+    index = np.flatnonzero(tpot & cook & (rows["batch"] > 1).to_numpy())[:6]
+    sub = pr.subset(des, np.isin(np.arange(rows.height), index))
+    par = pr.shipped(cat).predictor.parameters_of(sub.keys)
+    t0, jac = sub.seconds(par, jacobian=True)
+    assert jac is not None
+    for p in range(pm.NP):
+        up = par.copy()
+        up[:, p] *= 1 + 1e-6
+        t1, _ = sub.seconds(up)
+        fd = (t1 - t0) / (par[sub.obs_row, p] * 1e-6)
+        assert jac[:, p].tolist() == pytest.approx(fd.tolist(), rel=1e-4, abs=1e-12), pm.NAMES[p]
 
 
 def test_the_fit_recovers_known_coefficients_within_2_percent(ref):
