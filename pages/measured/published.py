@@ -114,6 +114,11 @@ def _columns() -> dict[str, object]:
     return {
         "Source": st.column_config.LinkColumn("Source", display_text="source ↗", help="The page or file the number is printed in."),
         "Published value": st.column_config.NumberColumn("Published value", format="%,.4g", help="As printed, in the row's unit."),
+        "Statistic": st.column_config.TextColumn(
+            "Statistic",
+            help="For a time (TTFT, TPOT, ITL): which statistic of the run's requests it is, as its source prints it (median, "
+            "mean, p90 ...); empty: one figure, or not printed. The predicted model gives the median.",
+        ),
         "Requests sent": st.column_config.NumberColumn(
             "Requests sent", format="%,d", help="The requests the run sent, where its source prints them (empty: not printed)."
         ),
