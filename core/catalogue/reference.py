@@ -56,6 +56,7 @@ REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "batch": pl.Int64,
     "batch_kind": pl.String,
     "requests": pl.Int64,
+    "depth": pl.Int64,
     "input_tokens": pl.Int64,
     "output_tokens": pl.Int64,
     "scope": pl.String,
@@ -102,6 +103,9 @@ class Reference(BaseModel):
     batch_kind: Literal["fixed batch", "concurrency", "max load"]
     #: the requests the run sent, where the source prints them (a max-load run's running batch is at most these)
     requests: Annotated[int, Field(ge=1, le=100_000_000)] | None = None
+    #: tokens already in the KV cache before the figure's own (llama-bench's '@ dN'): a prompt prefilled over them, or
+    #: generation at that depth
+    depth: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
     input_tokens: Annotated[int, Field(ge=0, le=10_000_000)]
     output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] = 0  # may be left empty for a prefill figure
     scope: Literal["decode", "prefill", "end-to-end"]
@@ -140,6 +144,9 @@ class Reference(BaseModel):
             raise ValueError("input_tokens: a prefill figure needs a prompt of at least 1 token")
         if self.scope != "prefill" and self.metric != "ttft" and self.output_tokens < 1:
             raise ValueError("output_tokens: a decode or end-to-end figure needs at least 1 output token")
+        at_depth = re.search(r"@ ?d(\d+)\b", self.note)
+        if at_depth and self.depth != int(at_depth.group(1)):
+            raise ValueError(f"depth: the note's test runs at '{at_depth.group(0)}' but depth is {self.depth or 'empty'}")
         if self.statistic and self.metric not in TIME_METRICS:
             raise ValueError(f"statistic: {self.metric} is a rate; a statistic of the requests is given for a time (ttft, tpot, itl)")
         if self.read_on > dt.date.today():

@@ -32,7 +32,7 @@ SUSPICIOUS_DECODE_MFU = 0.40  # seed 000: 40% of peak FLOP/s on decode is suspic
 SCENARIO_KEYS = ("gpu", "num_gpus", "model", "weights", "kv", "compute", "phase", "batch", "input_tokens", "output_tokens")
 #: Optional scenario columns, used where the rows have them: the model file's own size (llama-bench model_size), whose
 #: bits per weight (bytes x 8 / parameters) the ceiling then uses instead of the weight format's.
-OPTIONAL_KEYS = ("model_bytes",)
+OPTIONAL_KEYS = ("model_bytes", "depth")
 
 
 def scenario_keys(rows: pl.DataFrame) -> tuple[str, ...]:
@@ -87,11 +87,13 @@ def distinct_scenarios(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
 
 
 def scenarios_of(rows: pl.DataFrame, params: dict[str, float] | None = None) -> pl.DataFrame:
-    """The Scenario columns of each measurement: decode context = input + output / 2, prefill prompt = input.
+    """The Scenario columns of each measurement: decode context = depth + input + output / 2, prefill prompt = input over
+    `depth` tokens already cached (0 where the rows have no depth: llama-bench's '@ dN').
 
     Where a row states its model file's size (`model_bytes`) and `params` (model id -> parameters) is given,
     its weight_bits = bytes x 8 / parameters: the file's own bits per weight.
     """
+    depth = pl.col("depth").fill_null(0) if "depth" in rows.columns else pl.lit(0, dtype=pl.Int64)
     scen = rows.select(
         "gpu",
         "model",
@@ -101,10 +103,11 @@ def scenarios_of(rows: pl.DataFrame, params: dict[str, float] | None = None) -> 
         "kv",
         "batch",
         pl.when(pl.col("phase") == "prefill")
-        .then(pl.col("input_tokens"))
-        .otherwise(pl.col("input_tokens") + pl.col("output_tokens") // 2)
+        .then(depth + pl.col("input_tokens"))
+        .otherwise(depth + pl.col("input_tokens") + pl.col("output_tokens") // 2)
         .alias("context"),
         pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).alias("prompt"),
+        depth.cast(pl.Int64).alias("depth"),
     )
     if params is not None and "model_bytes" in rows.columns:
         total = rows["model"].replace_strict(params, default=None, return_dtype=pl.Float64)

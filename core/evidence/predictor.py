@@ -163,6 +163,7 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
     prompt = np.maximum(rows["input_tokens"].cast(pl.Float64).to_numpy(), 1.0)
     output = np.maximum(rows["output_tokens"].cast(pl.Float64).fill_null(1).to_numpy(), 1.0)
     batch = rows["batch"].cast(pl.Float64).to_numpy()
+    depth = pl.col("depth").fill_null(0) if "depth" in rows.columns else pl.lit(0, dtype=pl.Int64)
     scen = rows.select(
         "gpu",
         "model",
@@ -171,8 +172,9 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
         "compute",
         "kv",
         pl.col("batch").cast(pl.Int64),
-        (pl.col("input_tokens") + pl.col("output_tokens").fill_null(0) // 2).alias("context"),
+        (depth + pl.col("input_tokens") + pl.col("output_tokens").fill_null(0) // 2).alias("context"),
         pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).alias("prompt"),
+        depth.cast(pl.Int64).alias("depth"),
     )
     if "model_bytes" in rows.columns:
         params = dict(zip(cat.models["id"], cat.models["total_params"], strict=True))
@@ -194,7 +196,7 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
         d.act_bytes,
         batch,
         prompt,
-        np.zeros(len(batch)),
+        s.number("depth"),  # a prompt prefilled over tokens already cached
         np.ones(len(batch), bool),
         d.flash,
     )

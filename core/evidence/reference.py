@@ -48,6 +48,7 @@ META = (
     "ep",
     "batch_kind",
     "requests",
+    "depth",
     "scope",
     "metric",
     "statistic",
@@ -116,8 +117,9 @@ def _max_batch(cat: Catalogue, rows: pl.DataFrame) -> pl.Series:
         _compute(),
         "kv",
         pl.lit(1, dtype=pl.Int64).alias("batch"),
-        (pl.col("input_tokens") + pl.col("output_tokens") // 2).alias("context"),
+        (pl.col("depth").fill_null(0) + pl.col("input_tokens") + pl.col("output_tokens") // 2).alias("context"),
         pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).alias("prompt"),
+        pl.col("depth").fill_null(0).alias("depth"),
     )
     fit = evaluate(cat, scen, columns=["max_batch"])["max_batch"].fill_null(1).clip(lower_bound=1)
     if "requests" in todo.columns:

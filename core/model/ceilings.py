@@ -187,10 +187,10 @@ def scenario_steps(cat: Catalogue, s: ScenarioArrays) -> ScenarioSteps:
     n, batch, context = s.number("num_gpus"), s.number("batch"), s.number("context")
     wb, kvb = s.weight_bytes, s.kv_bytes
     flash = np.asarray(s.values["flash_attention"], dtype=bool)
-    ones, zeros, no = np.ones(s.size), np.zeros(s.size), np.zeros(s.size, dtype=bool)
+    ones, no = np.ones(s.size), np.zeros(s.size, dtype=bool)
     q = np.where(speculative, s.number("spec_draft_len") + 1.0, 1.0)
     decode = Steps(s.model, n, wb, kvb, act, batch, q, context, no, flash)
-    prefill = Steps(s.model, n, wb, kvb, act, ones, s.number("prompt"), zeros, ~no, flash)
+    prefill = Steps(s.model, n, wb, kvb, act, ones, s.number("prompt"), s.number("depth"), ~no, flash)
     draft = Steps(s.draft, n, wb, kvb, act, batch, ones, context, no, flash).take(np.flatnonzero(speculative))
     bandwidth = hw.bandwidth_bytes_per_s[s.gpu] * s.number("eff_bandwidth")
     return ScenarioSteps(decode, prefill, draft, speculative, bandwidth, peak * s.number("eff_compute"), used)

@@ -101,6 +101,16 @@ class Scenario(PrecisionFields):
     prompt: Annotated[
         int, Field(ge=1, le=10_000_000), Param("Prompt (tokens)", "Prompt length for prefill and time to first token.", step=256)
     ] = 2048
+    depth: Annotated[
+        int,
+        Field(ge=0, le=10_000_000),
+        Param(
+            "Prefill depth (tokens)",
+            "Tokens already in each sequence's KV cache when its prompt is prefilled (a cached prefix, llama-bench's "
+            "'pp512 @ d4096'): the prompt's attention also reads them.",
+            step=1024,
+        ),
+    ] = 0
     spec_draft_len: Annotated[
         int,
         Field(ge=0, le=64),

@@ -69,6 +69,7 @@ def reference_display(rows: pl.DataFrame) -> pl.DataFrame:
         .alias("Batch / concurrency"),
         pl.col("batch_kind").alias("Batch kind"),
         (pl.col("requests") if "requests" in rows.columns else pl.lit(None, dtype=pl.Int64)).alias("Requests sent"),
+        (pl.col("depth") if "depth" in rows.columns else pl.lit(None, dtype=pl.Int64)).alias("Cached depth (tokens)"),
         pl.col("input_tokens").alias("Input (tokens)"),
         pl.col("output_tokens").alias("Output (tokens)"),
         pl.col("metric").alias("Metric"),

@@ -119,6 +119,11 @@ def _columns() -> dict[str, object]:
             help="For a time (TTFT, TPOT, ITL): which statistic of the run's requests it is, as its source prints it (median, "
             "mean, p90 ...); empty: one figure, or not printed. The predicted model gives the median.",
         ),
+        "Cached depth (tokens)": st.column_config.NumberColumn(
+            "Cached depth (tokens)",
+            format="%,d",
+            help="Tokens already in the KV cache before the figure's own (llama-bench's '@ dN'); empty: none.",
+        ),
         "Requests sent": st.column_config.NumberColumn(
             "Requests sent", format="%,d", help="The requests the run sent, where its source prints them (empty: not printed)."
         ),

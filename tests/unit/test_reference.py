@@ -15,7 +15,7 @@ from core.catalogue.precisions import storage_format
 from core.catalogue.reference import CSV_COLUMNS, ReferenceError, reference_seed_frame, source_key
 from core.cli import main as cli_main
 from core.evidence.reference import CAUSES, as_measurements, evidence_for, reference_compare
-from core.model.ceilings import ceiling
+from core.model.ceilings import ceiling, operation_table
 from core.model.scenario import Scenario
 from core.store import Store
 from core.store.paths import SEED
@@ -117,6 +117,10 @@ def test_values_are_kept_as_printed_and_converted_to_si(tmp_path):
         ({"campaign": ""}, "campaign: Field required"),
         ({"campaign": "Example Post"}, "campaign: String should match pattern"),
         ({"statistic": "mean"}, "statistic: output_tokens_per_s is a rate"),
+        (
+            {"note": "test 'pp2048 @ d4096'", "scope": "prefill", "metric": "prefill_tokens_per_s", "unit": "tokens/s"},
+            "depth: the note's test runs at '@ d4096' but depth is empty",
+        ),
         ({"requests": "0"}, "requests"),
     ],
 )
@@ -232,6 +236,23 @@ def test_a_max_load_run_is_taken_at_most_at_the_requests_it_sent(cat):
     uncounted = ref.with_columns(pl.lit("trt-090-uncounted").alias("id"), pl.lit(None, dtype=pl.Int64).alias("requests"))
     rows = as_measurements(cat, pl.concat([ref, uncounted]))
     assert rows["batch"].to_list() == [500, fits]
+
+
+def test_a_prompt_prefilled_over_a_cached_depth_is_set_against_that_ceiling(cat):
+    """llama-bench's 'pp2048 @ d4096' on a DGX Spark (lcpp-003) runs its prompt over 4,096 cached tokens: its ceiling is
+    the scenario with depth 4,096, below the depth-0 row's (lcpp-001). By hand, for Llama 3.1 8B on an H100, the depth
+    adds each prompt token's attention to the 4,096 cached ones, 4 FLOPs x 128 dims x 32 heads per pair on 32 layers
+    (4.398e12 FLOPs), and reads their KV cache once: 32 layers x 4,096 tokens x 2 x 8 heads x 128 dims x 2 bytes."""
+    table = reference_compare(cat).filter(pl.col("id").is_in(["lcpp-001", "lcpp-003"])).sort("id")
+    assert table["depth"].to_list() == [None, 4096] and table["input_tokens"].to_list() == [2048, 2048]
+    deep = Scenario(gpu="dgx-spark", model="gpt-oss-20b", weights="mxfp4", kv="fp16", prompt=2048, depth=4096, context=6144)
+    fraction = table["model_bytes"][1] * 8 / cat.models.filter(pl.col("id") == "gpt-oss-20b")["total_params"][0]
+    expected = 2048 / ceiling(cat, deep.model_copy(update={"weight_bits": fraction})).ttft_s
+    assert table["ceiling"][1] == pytest.approx(expected, rel=1e-9) and table["ceiling"][1] < table["ceiling"][0]
+    flat = operation_table(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", prompt=2048, context=2048), phase="prefill")
+    over = operation_table(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", prompt=2048, depth=4096, context=6144), phase="prefill")
+    assert over["flops"].sum() - flat["flops"].sum() == pytest.approx(32 * 2048 * 4096 * 4 * 128 * 32, rel=1e-12)
+    assert over["kv_bytes"].sum() - flat["kv_bytes"].sum() == pytest.approx(32 * 4096 * 2 * 8 * 128 * 2, rel=1e-12)
 
 
 # -- the scorecard ------------------------------------------------------------------------
