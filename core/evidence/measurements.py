@@ -61,6 +61,7 @@ RULES: dict[str, Rule] = {
     **{f"tpot_p{q}_s": Rule("s", 0, 10, False, False, "more than 10 s per output token: a value in ms read as s?") for q in (50, 90, 99)},
     # what the file says about the model it ran (optional: core.evidence.formats.FILE_FACTS)
     "model_bytes": Rule("bytes", 0, 1e13, False, False, "a model file of more than 10 TB"),
+    "depth": Rule("tokens", 0, 10_000_000, True, True),
 }
 #: Columns a file may leave empty (the rest are required).
 OPTIONAL = frozenset({"ttft_s", "tpot_s", *EXTRA})
@@ -99,6 +100,7 @@ class Measurement(PrecisionFields):
     tpot_p90_s: Annotated[float, _field("tpot_p90_s")] | None = None
     tpot_p99_s: Annotated[float, _field("tpot_p99_s")] | None = None
     model_bytes: Annotated[float, _field("model_bytes")] | None = None
+    depth: Annotated[int, _field("depth")] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Measurement:

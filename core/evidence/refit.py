@@ -91,9 +91,9 @@ _SCENARIO = ("gpu", "num_gpus", "model", "weights", "kv", "compute", "phase", "b
 
 
 def _distinct(rows: pl.DataFrame) -> tuple[pl.DataFrame, npt.NDArray[np.intp]]:
-    """The rows' distinct scenarios (their keys, model_bytes and tp where given) with the geometric mean of their rates
+    """The rows' distinct scenarios (their keys, model_bytes, depth and tp where given) with the geometric mean of their rates
     and times to first token and their count, and each row's scenario: a million-row log is some thousands of them."""
-    keys = [c for c in (*_SCENARIO, "model_bytes", "tp", "online", "status") if c in rows.columns]  # above-ceiling rows apart
+    keys = [c for c in (*_SCENARIO, "model_bytes", "depth", "tp", "online", "status") if c in rows.columns]  # above-ceiling rows apart
     framed = rows.with_columns(pl.int_range(pl.len()).alias("_i"))
     logs = [pl.col("tokens_per_s").log().mean().exp().alias("tokens_per_s"), pl.len().alias("n")]
     if "ttft_s" in rows.columns:
@@ -114,7 +114,7 @@ def expected(cat: Catalogue, rows: pl.DataFrame, framework: str, predictor: Pred
         return rows.with_columns(
             *(pl.lit(None, dtype=pl.Float64).alias(c) for c in ("expected_tokens_per_s", "expected_ttft_s", "expected_ratio"))
         )
-    distinct, of = _distinct(rows.select([c for c in rows.columns if c in (*_SCENARIO, "model_bytes", "tp", "tokens_per_s")]))
+    distinct, of = _distinct(rows.select([c for c in rows.columns if c in (*_SCENARIO, "model_bytes", "depth", "tp", "tokens_per_s")]))
     des = pr.design(cat, _rows(distinct, framework).with_columns(pl.lit(1.0).alias("ttft_s")))  # a TTFT observation per scenario
     secs = pr.predict(des, p)
     is_rate = des.obs_kind == pr.RATE
@@ -198,7 +198,7 @@ def refit(cat: Catalogue, cmp: pl.DataFrame, framework: str, base: Predictor | N
     start = base if base is not None else cat.predictor
     if start is None or not cmp.height:
         return Refit((), start or Predictor(tuple(pm.PRIOR.tolist()), {}))
-    cols = [c for c in (*_SCENARIO, "model_bytes", "tp", "tokens_per_s", "ttft_s", "status") if c in cmp.columns]
+    cols = [c for c in (*_SCENARIO, "model_bytes", "depth", "tp", "tokens_per_s", "ttft_s", "status") if c in cmp.columns]
     distinct, _ = _distinct(cmp.select(cols))
     rows = _rows(distinct, framework)
     des = pr.design(cat, rows)

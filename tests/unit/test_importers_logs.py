@@ -11,12 +11,16 @@ import csv
 import io
 import json
 
+import polars as pl
 import pytest
 
 from core.catalogue.catalogue import load_catalogue
+from core.evidence.compare import compare
 from core.evidence.formats import FormatError, logs
 from core.evidence.importers import ImportContext
 from core.evidence.measurements import validate
+from core.model.ceilings import ceiling
+from core.model.scenario import Scenario
 from core.store import Store
 from tests.helpers import FIXTURES
 
@@ -159,10 +163,27 @@ def test_llama_bench_md_reads_tests_depths_and_sizes(cat):
     common = {"gpu": "h100-sxm", "model": "llama-3.1-8b", "weights": "q4_k_m", "kv": "fp16", "batch": 1}  # "Q4_K - Medium"
     check(out[0], {**common, "phase": "prefill", "input_tokens": 512, "output_tokens": 0, "tokens_per_s": 11843.27})
     check(out[1], {**common, "phase": "decode", "input_tokens": 0, "output_tokens": 128, "tokens_per_s": 178.42})
-    # "pp512 @ d4096": 512 prompt tokens after 4096 of context; "tg128 @ d4096": decode after 4096 tokens
-    check(out[2], {"phase": "prefill", "input_tokens": 4608, "output_tokens": 0, "tokens_per_s": 9051.66})
-    check(out[3], {"phase": "decode", "input_tokens": 4096, "output_tokens": 128, "tokens_per_s": 161.09})
+    # "pp512 @ d4096": a 512-token prompt over 4096 cached tokens; "tg128 @ d4096": decode after 4096 tokens
+    check(out[2], {"phase": "prefill", "input_tokens": 512, "depth": 4096, "output_tokens": 0, "tokens_per_s": 9051.66})
+    check(out[3], {"phase": "decode", "input_tokens": 0, "depth": 4096, "output_tokens": 128, "tokens_per_s": 161.09})
+    assert [r["depth"] for r in out[:2]] == [0, 0]
     assert extract.model_bytes == pytest.approx([4.58 * GIB] * 4)
+
+
+def test_an_imported_prompt_over_a_cached_depth_meets_that_ceiling(cat):
+    """The imported 'pp512 @ d4096' is set against the ceiling of a 512-token prompt over 4,096 cached tokens (the
+    prompt's attention reads them), below the depth-0 row's; its 'tg128 @ d4096' decodes at context 4,096 + 64."""
+    out = pl.DataFrame(rows(logs.llama_bench_md(text("llama_bench_md.md"), {}), cat, gpu="h100-sxm"))
+    table = compare(cat, out)
+    bits = 4.58 * GIB * 8 / cat.models.filter(pl.col("id") == "llama-3.1-8b")["total_params"][0]
+    base = Scenario(gpu="h100-sxm", model="llama-3.1-8b", weights="q4_k_m", kv="fp16", weight_bits=bits, prompt=512)
+    flat = ceiling(cat, base.model_copy(update={"context": 512}))
+    deep = ceiling(cat, base.model_copy(update={"context": 4608, "depth": 4096}))
+    ceilings = (table["tokens_per_s"] / table["ratio"]).to_list()  # ratio = measured / the row's own ceiling
+    assert ceilings[0] == pytest.approx(512 / flat.ttft_s, rel=1e-9)
+    assert ceilings[2] == pytest.approx(512 / deep.ttft_s, rel=1e-9) and ceilings[2] < ceilings[0]
+    at_depth = ceiling(cat, base.model_copy(update={"context": 4096 + 64}))
+    assert ceilings[3] == pytest.approx(at_depth.tokens_per_s_total, rel=1e-9)
 
 
 def test_llama_bench_md_old_layout_with_spaced_test_names(cat):
@@ -225,7 +246,8 @@ def test_llama_bench_sql_reads_each_insert(cat, name, lines, gpu, model, kv, siz
 
 def test_llama_bench_sql_depth_row_and_broken_insert():
     extract = logs.llama_bench_sql(text("llama_bench_sql.sql"), {})
-    assert extract.frame.row(2, named=True)["input_tokens"] == "4096.0"  # tg128 at n_depth 4096
+    row = extract.frame.row(2, named=True)  # tg128 at n_depth 4096
+    assert (row["input_tokens"], row["depth"]) == ("0", "4096")
     broken = text("llama_bench_sql.sql").replace("'layer', ", "'lay'er', ", 1)
     with pytest.raises(FormatError, match="quote inside a value") as exc:
         logs.llama_bench_sql(broken, {})

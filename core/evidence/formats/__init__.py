@@ -44,9 +44,10 @@ DISTRIBUTION: tuple[str, ...] = (
     "tpot_p90_s",
     "tpot_p99_s",
 )
-#: Optional facts a file states about what ran: the model file's size in bytes (llama-bench `model_size`),
-#: which the ceiling uses instead of the weight format's nominal bits (a K-quant file mixes types per tensor).
-FILE_FACTS: tuple[str, ...] = ("model_bytes",)
+#: Optional facts a file states about what ran: the model file's size in bytes (llama-bench `model_size`), which the
+#: ceiling uses instead of the weight format's nominal bits (a K-quant file mixes types per tensor), and the tokens
+#: already in the KV cache before the measured ones (llama-bench `n_depth`), which the prompt's attention reads.
+FILE_FACTS: tuple[str, ...] = ("model_bytes", "depth")
 #: Every optional column a reader may fill.
 EXTRA: tuple[str, ...] = (*DISTRIBUTION, *FILE_FACTS)
 #: A context value in words, for messages that ask for it (the page's field and the CLI's flag both say the same).

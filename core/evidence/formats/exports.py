@@ -217,12 +217,12 @@ def llama_bench(records: list[dict[str, Any]], rows: list[int] | None = None) ->
         "kv": ("type_k", lambda r: _GGML_KV.get(str(r.get("type_k")).lower(), r.get("type_k"))),
         "phase": ("n_prompt / n_gen", phase),
         "batch": ("(one sequence)", lambda r: 1),
-        "input_tokens": (
-            "n_prompt + n_depth",
-            lambda r: (num(r["n_prompt"]) or 0) + (num(r.get("n_depth")) or 0) if phase(r) != "decode" else num(r.get("n_depth")) or 0,
-        ),
+        "input_tokens": ("n_prompt", lambda r: r["n_prompt"]),
         "output_tokens": ("n_gen", lambda r: r["n_gen"]),
         "model_bytes": ("model_size", lambda r: r.get("model_size")),
+        # the KV cache filled before the test (`-d`, written as n_depth): a prompt prefilled over it,
+        # generation at that depth
+        "depth": ("n_depth", lambda r: r.get("n_depth")),
         "tokens_per_s": ("avg_ts", lambda r: r["avg_ts"]),
         "ttft_s": ("avg_ns", lambda r: seconds(r) if phase(r) == "prefill" else None),
         "tpot_s": (

@@ -249,7 +249,8 @@ _MD_SOURCES = {
     "weights": "model",
     "kv": "type_k",
     "phase": "test",
-    "input_tokens": "test (pp + depth)",
+    "input_tokens": "test (pp)",
+    "depth": "test (@ dN)",
     "output_tokens": "test (tg)",
     "tokens_per_s": "t/s",
 }
