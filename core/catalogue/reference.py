@@ -69,6 +69,7 @@ REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "source_date": pl.String,
     "read_on": pl.Date,
     "note": pl.String,
+    "unscored": pl.String,
 }
 #: the CSV's columns (value_si is computed)
 CSV_COLUMNS = tuple(c for c in REFERENCE_SCHEMA if c != "value_si")
@@ -118,6 +119,8 @@ class Reference(BaseModel):
     source_date: Annotated[str, Field(pattern=r"^((19|20)\d\d(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?)?$")] = ""
     read_on: dt.date
     note: str = ""
+    #: why the row is left out of the scorecard and the fit, where its scenario is not known as run (empty: scored)
+    unscored: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> Reference:
@@ -196,6 +199,7 @@ def reference_seed_frame(seed_dir: Path, gpu_ids: set[str], model_ids: set[str])
         row["kv"] = storage_format(rec.kv).name
         row["compute"] = compute_precision(rec.compute) if rec.compute else None
         row["value_si"] = rec.value_si
+        row["unscored"] = rec.unscored or None
         rows.append(row)
     return pl.DataFrame(rows, schema=REFERENCE_SCHEMA)
 

@@ -563,11 +563,19 @@ def bands_of(rows: pl.DataFrame, errors: Array) -> dict[tuple[str, str, str], Ba
     return out
 
 
+def scored(rows: pl.DataFrame) -> npt.NDArray[np.bool_]:
+    """The reference rows the scorecard scores: all but those whose scenario as run is not known (`unscored` says why)."""
+    if "unscored" not in rows.columns:
+        return np.ones(rows.height, dtype=bool)
+    return rows["unscored"].is_null().to_numpy()  # type: ignore[no-any-return]
+
+
 def fitted(rows: pl.DataFrame, des: Design) -> npt.NDArray[np.bool_]:
-    """The reference rows the fit uses: those under their ceilings with a time to fit, but not a served run's mean time
-    to first token. The model gives the median; a closed loop's mean TTFT also counts the tail waits it leaves out
-    (queueing at the concurrency, the first wave's burst), so it is scored, not fitted. A burst's mean is its median."""
-    ok = (rows["status"] == "ok").to_numpy() & np.isfinite(des.obs_seconds) & (des.obs_seconds > 0)
+    """The reference rows the fit uses: those scored and under their ceilings with a time to fit, but not a served run's
+    mean time to first token. The model gives the median; a closed loop's mean TTFT also counts the tail waits it
+    leaves out (queueing at the concurrency, the first wave's burst), so it is scored, not fitted. A burst's mean is
+    its median."""
+    ok = (rows["status"] == "ok").to_numpy() & np.isfinite(des.obs_seconds) & (des.obs_seconds > 0) & scored(rows)
     if "statistic" not in rows.columns:
         return ok  # type: ignore[no-any-return]
     mean_ttft = (pl.col("metric") == "ttft") & (pl.col("statistic") == "mean") & (pl.col("batch_kind") == "concurrency")
@@ -590,7 +598,7 @@ def build(cat: Catalogue, progress: Any = None) -> dict[str, Any]:
         pred = held_out(des, rows[by].cast(pl.String).to_list(), ok)
         held[by] = {i: float(f"{v:.6g}") for i, v in zip(rows["id"].to_list(), pred.tolist(), strict=True) if math.isfinite(v)}
     campaign = np.array([held["campaign"].get(i, np.nan) for i in rows["id"].to_list()])
-    bands = bands_of(rows, relative_errors(rows, campaign, des.obs_seconds))
+    bands = bands_of(rows, np.where(scored(rows), relative_errors(rows, campaign, des.obs_seconds), np.nan))
     counts = rows.filter(pl.Series(ok)).group_by("framework").len()
     predictor = predictor_of(
         des,
@@ -598,8 +606,8 @@ def build(cat: Catalogue, progress: Any = None) -> dict[str, Any]:
         ok,
         bands=bands,
         frameworks=dict(zip(counts["framework"], counts["len"], strict=True)),
-        note=f"fitted on {int(ok.sum())} of {rows.height} published measurements (the rest lie above their ceilings, or are a "
-        "served run's mean time to first token)",
+        note=f"fitted on {int(ok.sum())} of {rows.height} published measurements (the rest lie above their ceilings, are a "
+        "served run's mean time to first token, or were run in a scenario their source does not print)",
     )
     return {"seed_hash": seed_hash(cat), "fit": predictor.to_json(), "held_out": held}
 

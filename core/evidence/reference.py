@@ -59,6 +59,7 @@ META = (
     "source_date",
     "read_on",
     "note",
+    "unscored",
 )
 
 

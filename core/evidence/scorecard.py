@@ -32,7 +32,7 @@ import polars as pl
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.reference import TIME_METRICS
 from core.evidence.compare import ABOVE_CEILING
-from core.evidence.predictor import HOLD_OUT, reference_seconds, shipped
+from core.evidence.predictor import HOLD_OUT, reference_seconds, scored, shipped
 from core.evidence.reference import reference_compare
 
 #: the headline group: decode throughput and time per output token
@@ -64,6 +64,7 @@ class Scorecard:
     by_group: pl.DataFrame  # group (GROUPS) x (framework | family): n, median ratio, mape and the held-out-by variants
     headline: dict[str, Any]  # the decode throughput + TPOT rows taken together
     current: bool  # the shipped fit was fitted on this reference set and these figures
+    left_out: pl.DataFrame  # the reference rows not scored, whose scenario as run is not known: id, campaign, metric, why
 
     def as_json(self) -> dict[str, Any]:
         """The scorecard as the CLI prints it (`roofline scorecard --json`)."""
@@ -79,6 +80,7 @@ class Scorecard:
             "by_group": self.by_group.to_dicts(),
             "rows": self.rows.select(ROW_COLUMNS).to_dicts(),
             "above_ceiling": above.to_dicts(),
+            "left_out": self.left_out.to_dicts(),
             "folds": {
                 "campaign": self.rows["campaign"].n_unique(),
                 "gpu": self.rows["gpu"].n_unique(),
@@ -109,7 +111,8 @@ def scorecard(cat: Catalogue) -> Scorecard:
         return hit
     table = reference_compare(cat)
     fit = shipped(cat)
-    rows = with_predictions(table, fit.held_out) if table.height else table
+    kept = pl.Series(scored(table)) if table.height else pl.Series([], dtype=pl.Boolean)
+    rows = with_predictions(table.filter(kept), fit.held_out) if table.height else table
     card = Scorecard(
         rows,
         _figures_by(rows, "metric"),
@@ -117,6 +120,7 @@ def scorecard(cat: Catalogue) -> Scorecard:
         _by_group(rows),
         _figures(rows.filter(GROUPS[HEADLINE])) if rows.height else {"n": 0},
         fit.current,
+        table.filter(~kept).select("id", "campaign", "metric", "unscored", "source_url") if table.height else pl.DataFrame(),
     )
     with _LOCK:
         _CACHE.clear()

@@ -79,6 +79,7 @@ def reference_display(rows: pl.DataFrame) -> pl.DataFrame:
         _in_printed_unit(pl.col("ceiling")).alias("Ceiling (same unit)"),
         pl.col("ratio").alias("Share of ceiling"),
         pl.col("cause").alias("Above its ceiling because"),
+        (pl.col("unscored") if "unscored" in rows.columns else pl.lit(None, dtype=pl.String)).alias("Not scored because"),
         pl.col("publisher").alias("Publisher"),
         pl.col("source_url").alias("Source"),
         pl.col("source_date").alias("Source date"),

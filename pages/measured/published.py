@@ -14,7 +14,7 @@ from core.present.evidence import headline_sentence, options, reference_display,
 from core.present.evidence_charts import prediction_chart, ratio_chart
 from core.present.exports import published_line
 from core.present.report import Section
-from core.present.text import plural
+from core.present.text import escape_markdown, plural
 from pages.shared.params import METRIC_LABELS, labels
 from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, keep_options, table_download
@@ -124,6 +124,11 @@ def _columns() -> dict[str, object]:
             format="%,d",
             help="Tokens already in the KV cache before the figure's own (llama-bench's '@ dN'); empty: none.",
         ),
+        "Not scored because": st.column_config.TextColumn(
+            "Not scored because",
+            help="Why the row is left out of the accuracy scorecard and the predicted model's fit: its scenario as run is "
+            "not printed (empty: scored).",
+        ),
         "Requests sent": st.column_config.NumberColumn(
             "Requests sent", format="%,d", help="The requests the run sent, where its source prints them (empty: not printed)."
         ),
@@ -152,6 +157,14 @@ def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
         "per-kernel, per-step, per-sequence and per-request overheads (README: How the numbers are computed). "
         "MAPE = mean |predicted - measured| / measured. Each row's held-out predictions are in the CSV below."
     )
+    if card.left_out.height:
+        reasons = card.left_out.group_by("unscored", maintain_order=True).agg(pl.col("id"))
+        st.caption(
+            f"Not scored: {card.left_out.height:,} published measurements whose scenario as run their source does not print "
+            "(they stay in the table above): "
+            + "; ".join(f"{', '.join(r['id'])}: {escape_markdown(r['unscored'])}" for r in reasons.iter_rows(named=True))
+            + "."
+        )
     per_metric, groups = scorecard_tables(card)
     data_table(
         per_metric,

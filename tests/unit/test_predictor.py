@@ -314,6 +314,21 @@ def test_a_served_run_s_mean_first_token_is_scored_not_fitted(cat, ref):
     assert scored.height == 16 and scored["predicted"].is_not_null().all() and scored["abs_pct_error"].is_not_null().all()
 
 
+def test_a_row_whose_scenario_as_run_is_not_printed_is_neither_fitted_nor_scored(cat, ref):
+    """JetStream's six rows print their requests' maximum lengths, not their means: left out of the fit (scaling them by
+    10 leaves it unchanged) and of the scorecard, which lists them with the reason."""
+    rows, des = ref
+    left = rows["unscored"].is_not_null().to_numpy()
+    assert set(rows.filter(pl.Series(left))["campaign"]) == {"google-jetstream-pytorch"} and left.sum() == 6
+    use = pr.fitted(rows, des)
+    assert not use[left].any()
+    scaled = dataclasses.replace(des, obs_seconds=np.where(left[des.obs_row], des.obs_seconds * 10.0, des.obs_seconds))
+    assert pr.fit(scaled, pr.fitted(rows, scaled)).beta.tolist() == pytest.approx(pr.fit(des, use).beta.tolist(), rel=1e-9)
+    card = scorecard(cat)
+    assert card.left_out["id"].sort().to_list() == rows.filter(pl.Series(left))["id"].sort().to_list()
+    assert not set(card.rows["id"]) & set(card.left_out["id"])
+
+
 def test_the_shipped_fit_is_the_fit_of_today_s_seed(cat, ref):
     """data/seed/predictor.json was fitted on this reference set and these figures, and refitting gives its theta."""
     rows, des = ref
