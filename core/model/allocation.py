@@ -313,6 +313,11 @@ class _Start:
     approximate: list[str]
     defaulted: list[str]
 
+    @property
+    def deployment(self) -> tuple[Catalogue, str, int, str, str, str, str, tuple[int, int, int]]:
+        """(catalogue, accelerator, GPUs, model, weights, KV format, release as given, release as numbers)."""
+        return self.cat, self.gpu, self.n, self.model, self.weights, self.kv, self.version, self.v
+
 
 def _vllm_batch_defaults(v: tuple[int, int, int], mem: float, name: str, gpu: str, usage: str) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM picks for this GPU (research notes sections 1-2)."""
@@ -473,16 +478,7 @@ def _vllm(
     sampler: str | None,
     concurrency_tokens: int | None,
 ) -> Allocation:
-    cat, gpu, n, model, weights, kv, version, v = (
-        start.cat,
-        start.gpu,
-        start.n,
-        start.model,
-        start.weights,
-        start.kv,
-        start.version,
-        start.v,
-    )
+    cat, gpu, n, model, weights, kv, version, v = start.deployment
     total, weights_bytes, shape, windowed = start.total, start.weights_bytes, start.shape, start.windowed
     approximate, defaulted = start.approximate, start.defaulted
     rocm = start.rocm
@@ -681,16 +677,7 @@ def _sglang(
     eager: bool,
     concurrency_tokens: int | None,
 ) -> Allocation:
-    cat, gpu, n, model, weights, kv, version, v = (
-        start.cat,
-        start.gpu,
-        start.n,
-        start.model,
-        start.weights,
-        start.kv,
-        start.version,
-        start.v,
-    )
+    cat, gpu, n, model, weights, kv, version, v = start.deployment
     total, weights_bytes, shape, windowed = start.total, start.weights_bytes, start.shape, start.windowed
     approximate, defaulted = start.approximate, start.defaulted
     gpu_mem_mib = total / MIB
