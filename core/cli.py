@@ -48,7 +48,7 @@ from core.catalogue.catalogue import Catalogue, UnknownIdError, load_catalogue
 from core.catalogue.model_config import ConfigError, load_config, model_from_config, slugify
 from core.catalogue.operations import summary
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision
-from core.catalogue.prices import KINDS, is_old, parse_price
+from core.catalogue.prices import KINDS, RATES, chosen_prices, is_old, parse_price
 from core.catalogue.reference import METRICS as REFERENCE_METRICS
 from core.catalogue.seed import CatalogueError
 from core.catalogue.specs import value_type
@@ -225,7 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     pz = sub.add_parser("prices", parents=[common], help="the published prices of accelerators, with sources and dates")
     pz.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every priced one)")
-    pz.add_argument("--kind", choices=KINDS, help="rent ($ per GPU-hour on demand) or buy ($ per GPU); default: both")
+    pz.add_argument("--kind", choices=KINDS, help="rent ($ per GPU-hour) or buy ($ per GPU); default: both")
+    pz.add_argument(
+        "--rent-prices", choices=RATES, default="on-demand", help="which rent prices the median uses: on-demand instance rates or every one"
+    )
     pz.set_defaults(func=cmd_prices)
 
     rf = sub.add_parser("reference", parents=[common], help="the published reference measurements, each against its ceiling")
@@ -272,8 +275,15 @@ def _cost_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--rent", dest="mode", action="store_const", const="rent", help="rent on demand (default)")
     mode.add_argument("--buy", dest="mode", action="store_const", const="buy", help="buy and amortise")
     parser.set_defaults(mode="rent")
+    parser.add_argument(
+        "--rent-prices",
+        choices=RATES,
+        default="on-demand",
+        help="which published rent prices a median uses: on-demand instance rates (default) or every rent price "
+        "(serverless, managed endpoints, marketplace floors and second-hand reports too)",
+    )
     for name, info in Ownership.model_fields.items():
-        if name != "mode":
+        if name not in ("mode", "rent_prices"):
             parser.add_argument(
                 "--" + name.replace("_", "-"),
                 type=float,
@@ -693,11 +703,14 @@ def cmd_prices(args: argparse.Namespace) -> list[dict[str, Any]]:
         rows = rows.filter(pl.col("gpu").is_in(args.gpu))
     if args.kind:
         rows = rows.filter(pl.col("kind") == args.kind)
-    used = {(g, k): cat.price(g, k) for g, k in rows.select("gpu", "kind").unique().iter_rows()}
-    return [
-        {**r, "as_of": r["as_of"] or None, "median_used": used[(r["gpu"], r["kind"])].usd, "old": is_old(r["as_of"])}
-        for r in rows.iter_rows(named=True)
-    ]
+    pairs = rows.select("gpu", "kind").unique().iter_rows()
+    used = {(g, k): (cat.price(g, k, rates=args.rent_prices), chosen_prices(cat.prices, g, k, args.rent_prices)[0]) for g, k in pairs}
+    out = []
+    for r in rows.iter_rows(named=True):
+        price, counted = used[(r["gpu"], r["kind"])]
+        voted = counted.filter((pl.col("provider") == r["provider"]) & (pl.col("offer") == r["offer"]) & (pl.col("usd") == r["usd"]))
+        out.append({**r, "as_of": r["as_of"] or None, "median_used": price.usd, "in_median": voted.height > 0, "old": is_old(r["as_of"])})
+    return out
 
 
 #: what `reference` prints of each row

@@ -130,9 +130,12 @@ class Catalogue:
     #: core.evidence.predictor.with_predictor sets it: the shipped fit, or a user's refit on top of it.
     predictor: Any = None
 
-    def price(self, gpu_id: str, kind: str = "rent", *, override: float | None = None, today: dt.date | None = None) -> PriceUsed:
-        """The price a figure uses for an accelerator: `override` when > 0, else the median published one (core.catalogue.prices)."""
-        return price_used(self.prices, gpu_id, kind, override=override, today=today)
+    def price(
+        self, gpu_id: str, kind: str = "rent", *, override: float | None = None, today: dt.date | None = None, rates: str = "on-demand"
+    ) -> PriceUsed:
+        """The price a figure uses for an accelerator: `override` when > 0, else the median of the like published ones
+        (core.catalogue.prices; `rates`: which rent prices)."""
+        return price_used(self.prices, gpu_id, kind, override=override, today=today, rates=rates)
 
     def profile(self, gpu_id: str) -> dict[str, Any] | None:
         """The newest measured profile of an accelerator, or None."""
@@ -217,8 +220,7 @@ class Catalogue:
         def column(name: str) -> Array:
             return g[name].cast(pl.Float64).to_numpy().astype(np.float64)
 
-        rent = self.prices.filter(pl.col("kind") == "rent").group_by("gpu").agg(pl.col("usd").median())
-        rent_of = dict(zip(rent["gpu"], rent["usd"], strict=True))
+        rent_of = {i: self.price(i, "rent").usd for i in self.prices.filter(pl.col("kind") == "rent")["gpu"].unique().to_list()}
 
         return Hardware(
             ids=g["id"].to_list(),
@@ -231,7 +233,7 @@ class Catalogue:
             power_w=column("power_w"),
             scaleup_domain=column("scaleup_domain"),
             allreduce_latency_s=column("allreduce_latency_s"),
-            rent_usd_per_hour=np.array([rent_of.get(i, np.nan) for i in g["id"].to_list()], dtype=np.float64),
+            rent_usd_per_hour=np.array([rent_of.get(i) or np.nan for i in g["id"].to_list()], dtype=np.float64),
             peaks=peaks,
             compute_used=used,
         )

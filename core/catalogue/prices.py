@@ -1,29 +1,64 @@
 """Published prices of accelerators, each with its seller, date and source, and the one a figure uses.
 
 data/seed/prices.csv (format: data/seed/PRICES_FORMAT.md) holds one row per
-published price: `rent` is US$ per GPU-hour on demand, `buy` US$ per GPU (a
-server's price divided by its GPUs, said so in the row's note). Where an
-accelerator has several prices of a kind, a figure uses their median and
-says so (`price_used`); a price the user types overrides it. A price whose
-date (`as_of`, the month the source shows) is more than `STALE_MONTHS`
-before today, or whose source shows no date, is marked as old wherever it
-is used.
+published price: `rent` is US$ per GPU-hour, `buy` US$ per GPU (a server's
+price divided by its GPUs, said so in the row's note), and its `basis` says
+what the price is (`BASES`). A figure uses the median of like prices and
+says which (`price_used`):
+
+- rent: on-demand instance rates only, unless the user asks for every rent
+  price (`RATES`); serverless, managed-endpoint, marketplace-floor and
+  second-hand figures are shown but left out of the default median;
+- buy: list prices and quotes where there are any, else street prices, else
+  estimates and aggregators' listings (`BUY_TIERS`);
+- one seller, one vote: a seller's lowest price of those counts once.
+
+A price the user types overrides it. A price whose date (`as_of`, the month
+the source shows) is more than `STALE_MONTHS` before today, or whose source
+shows no date, is marked as old wherever it is used.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from core.catalogue.specs import SLUG
 
 KINDS = ("rent", "buy")
+#: What a price is, by kind (the `basis` column; data/seed/PRICES_FORMAT.md says what each means).
+BASES: dict[str, tuple[str, ...]] = {
+    "rent": ("on-demand", "reserved", "spot", "serverless", "endpoint", "marketplace", "reported"),
+    "buy": ("list", "quote", "street", "estimate", "aggregator"),
+}
+#: How each basis is named in a sentence (plural).
+BASIS_WORDS = {
+    "on-demand": "on-demand instance rates",
+    "reserved": "reserved rates",
+    "spot": "spot rates",
+    "serverless": "serverless rates",
+    "endpoint": "managed-endpoint rates",
+    "marketplace": "marketplace floor prices",
+    "reported": "second-hand rate reports",
+    "list": "list prices",
+    "quote": "quotes",
+    "street": "street prices",
+    "estimate": "estimates",
+    "aggregator": "aggregators' listings",
+}
+#: Which rent prices a median uses: "on-demand" (instance rates only, the default) or "any" (every published rent price).
+RATES = ("on-demand", "any")
+#: How each choice of RATES is labelled on a page (and in a link).
+RATE_LABELS = {"on-demand": "on-demand instance rates", "any": "every rent price"}
+#: Buy prices a median rests on, best first: the first tier with any price of the accelerator is used.
+BUY_TIERS: tuple[tuple[str, ...], ...] = (("list", "quote"), ("street",), ("estimate", "aggregator"))
 #: A price dated more than this many months before today is marked as old.
 STALE_MONTHS = 12
 #: What each kind of price is per.
@@ -32,6 +67,7 @@ UNITS = {"rent": "$ per GPU-hour", "buy": "$ per GPU"}
 PRICE_SCHEMA = {
     "gpu": pl.String,
     "kind": pl.String,
+    "basis": pl.String,
     "usd": pl.Float64,
     "provider": pl.String,
     "offer": pl.String,
@@ -49,6 +85,8 @@ class Price(BaseModel):
 
     gpu: Annotated[str, Field(pattern=SLUG)]
     kind: Literal["rent", "buy"]
+    #: what the price is: one of BASES[kind]
+    basis: str
     usd: Annotated[float, Field(gt=0, le=5_000_000)]
     provider: Annotated[str, Field(min_length=1)]
     offer: Annotated[str, Field(min_length=1)]
@@ -57,6 +95,12 @@ class Price(BaseModel):
     as_of: Annotated[str, Field(pattern=r"^((19|20)\d\d-(0[1-9]|1[0-2]))?$")] = ""
     source_url: Annotated[str, Field(pattern=r"^https?://\S+$")]
     note: str = ""
+
+    @model_validator(mode="after")
+    def _basis_of_kind(self) -> Price:
+        if self.basis not in BASES[self.kind]:
+            raise ValueError(f"basis {self.basis!r} is not a {self.kind} basis: one of {', '.join(BASES[self.kind])}")
+        return self
 
 
 class PriceError(ValueError):
@@ -80,7 +124,7 @@ def price_seed_frame(seed_dir: Path, gpu_ids: set[str]) -> pl.DataFrame:
             price = Price.model_validate(values)
         except ValidationError as exc:
             err = exc.errors()[0]
-            where = ".".join(str(x) for x in err["loc"])
+            where = ".".join(str(x) for x in err["loc"]) or "basis"
             raise PriceError(f"{path.name} row {line} ({cells.get('gpu')}): {where}: {err['msg']}") from None
         if price.gpu not in gpu_ids:
             raise PriceError(f"{path.name} row {line}: unknown accelerator {price.gpu!r} (not in accelerators.csv)")
@@ -108,7 +152,9 @@ class PriceUsed:
     stale: bool = False  # a price it rests on is older than STALE_MONTHS or undated
     undated: int = 0  # how many of the prices it rests on show no date
     sources: list[str] = field(default_factory=list)
-    providers: list[str] = field(default_factory=list)
+    providers: list[str] = field(default_factory=list)  # the sellers whose prices it rests on
+    bases: tuple[str, ...] = ()  # what those prices are (BASES)
+    left_out: int = 0  # published prices of the kind that are not of those bases
 
     @property
     def label(self) -> str:
@@ -139,16 +185,66 @@ class PriceUsed:
         return self.months_old is not None and self.months_old > STALE_MONTHS
 
 
-def price_used(prices: pl.DataFrame, gpu: str, kind: str, *, override: float | None = None, today: dt.date | None = None) -> PriceUsed:
-    """The price for one accelerator and kind: `override` when > 0, else the median of the published ones, else none."""
+def seller(provider: str) -> str:
+    """Who sells: the provider's name before any parenthesis ("NVIDIA (reported by PC Gamer)" -> "NVIDIA"), so that one seller
+    quoted by two pages, or with two instance sizes, is one seller."""
+    return provider.split(" (", 1)[0].strip()
+
+
+def _words(bases: Sequence[str], n: int) -> str:
+    names = [BASIS_WORDS[b] if n != 1 else BASIS_WORDS[b].replace("prices", "price").replace("rates", "rate").rstrip("s") for b in bases]
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def chosen_prices(prices: pl.DataFrame, gpu: str, kind: str, rates: str = "on-demand") -> tuple[pl.DataFrame, tuple[str, ...]]:
+    """The published prices of one accelerator and kind a median uses, and their bases: rent, the on-demand instance rates
+    (`rates` "any": every rent price); buy, the first of BUY_TIERS with any price. Then one row per seller: its lowest."""
+    rows = prices.filter((pl.col("gpu") == gpu) & (pl.col("kind") == kind))
+    if kind == "rent":
+        bases: tuple[str, ...] = ("on-demand",) if rates == "on-demand" else BASES["rent"]
+    else:
+        present = set(rows["basis"].to_list())
+        bases = next((t for t in BUY_TIERS if present & set(t)), BUY_TIERS[0])
+    rows = rows.filter(pl.col("basis").is_in(list(bases)))
+    used = rows.with_columns(pl.col("provider").map_elements(seller, return_dtype=pl.String).alias("seller"))
+    used = used.sort("usd", "as_of").group_by("seller", maintain_order=True).first().drop("seller")
+    present_bases = tuple(b for b in bases if b in set(used["basis"].to_list()))
+    return used.sort("as_of"), present_bases
+
+
+def price_used(
+    prices: pl.DataFrame,
+    gpu: str,
+    kind: str,
+    *,
+    override: float | None = None,
+    today: dt.date | None = None,
+    rates: str = "on-demand",
+) -> PriceUsed:
+    """The price for one accelerator and kind: `override` when > 0, else the median of the like published ones
+    (`chosen_prices`: one vote per seller), else none."""
     if override is not None and override > 0:
         return PriceUsed(gpu, kind, float(override), "your price")
-    rows = prices.filter((pl.col("gpu") == gpu) & (pl.col("kind") == kind)).sort("as_of")
-    if rows.is_empty():
+    every = prices.filter((pl.col("gpu") == gpu) & (pl.col("kind") == kind))
+    if every.is_empty():
         return PriceUsed(gpu, kind, None, f"no published {kind} price in the catalogue: enter yours")
+    rows, bases = chosen_prices(prices, gpu, kind, rates)
+    if rows.is_empty():
+        kinds = every.group_by("basis").len().sort("basis")
+        others = ", ".join(f"{n} {_words([b], n)}" for b, n in kinds.iter_rows())
+        return PriceUsed(
+            gpu, kind, None, f"no on-demand instance rate published ({others}): use every rent price, or enter yours", left_out=every.height
+        )
     usd = float(statistics.median(rows["usd"].to_list()))
     n = rows.height
-    basis = f"the published {kind} price" if n == 1 else f"median of {n} published {kind} prices"
+    if n == 1:
+        same = every.filter(pl.col("basis").is_in(list(bases))).height
+        basis = f"the published {_words(bases, 1)}" if same == 1 else f"the lowest of one seller's {same} {_words(bases, same)}"
+    else:
+        basis = f"median of {n} sellers' {_words(bases, n)}, each its lowest"
+    left = every.height - every.filter(pl.col("basis").is_in(list(bases))).height
+    if left:
+        basis += f"; {left} other {kind} {'price' if left == 1 else 'prices'} not used"
     dated = [d for d in rows["as_of"].to_list() if d]
     undated = rows.height - len(dated)
     age = months_between(dated[0], today or dt.date.today()) if dated else None
@@ -163,7 +259,9 @@ def price_used(prices: pl.DataFrame, gpu: str, kind: str, *, override: float | N
         stale=bool(undated) or (age is not None and age > STALE_MONTHS),
         undated=undated,
         sources=list(dict.fromkeys(rows["source_url"].to_list())),
-        providers=list(dict.fromkeys(rows["provider"].to_list())),
+        providers=list(dict.fromkeys(seller(p) for p in rows["provider"].to_list())),
+        bases=bases,
+        left_out=left,
     )
 
 

@@ -58,6 +58,8 @@ class Ownership(BaseModel):
     usd_per_kwh: Annotated[float, Field(ge=0, le=5)] = 0.081
     pue: Annotated[float, Field(ge=1.0, le=5.0)] = 1.54
     utilization: Annotated[float, Field(gt=0, le=1)] = 1.0
+    #: which published rent prices a median uses: on-demand instance rates only, or every rent price (core.catalogue.prices.RATES)
+    rent_prices: Literal["on-demand", "any"] = "on-demand"
 
 
 def energy_usd_per_hour(power_w: float | None, own: Ownership) -> float:

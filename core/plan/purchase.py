@@ -159,7 +159,7 @@ def pricing(
     own = own or Ownership()
     rows = []
     for g in dict.fromkeys(gpu_ids):
-        r = cat.price(g, "rent", override=(rent or {}).get(g))
+        r = cat.price(g, "rent", override=(rent or {}).get(g), rates=own.rent_prices)
         b = cat.price(g, "buy", override=(buy or {}).get(g))
         power = cat.gpu(g).power_w
         used = r if own.mode == "rent" else b
@@ -205,7 +205,7 @@ def price_table(
     mine = dict(given or {})
     rows = []
     for g in dict.fromkeys(gpu_ids):
-        p = cat.price(g, own.mode, override=mine.get(g))
+        p = cat.price(g, own.mode, override=mine.get(g), rates=own.rent_prices)
         rows.append({"gpu": g, "accelerator": cat.gpu(g).name, "usd": p.usd, "source": p.label, "old": p.stale})
     return pl.DataFrame(
         rows, schema={"gpu": pl.String, "accelerator": pl.String, "usd": pl.Float64, "source": pl.String, "old": pl.Boolean}

@@ -7,6 +7,7 @@ import io
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
+from core.catalogue.prices import chosen_prices
 from core.catalogue.specs import SOURCE_SEPARATOR, accelerator_columns
 from core.evidence.probes import measured_line
 from core.model.sweep import SWEEP_COLUMNS
@@ -264,14 +265,23 @@ def csv_safe(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(exprs) if exprs else frame
 
 
-def prices_display(prices: pl.DataFrame, gpu_ids: list[str], kind: str, names: dict[str, str]) -> pl.DataFrame:
-    """Every published price of one kind for the accelerators given, in their order, oldest last within one, with its source."""
+def prices_display(prices: pl.DataFrame, gpu_ids: list[str], kind: str, names: dict[str, str], rates: str = "on-demand") -> pl.DataFrame:
+    """Every published price of one kind for the accelerators given, in their order, oldest last within one, with what it
+    is (its basis), whether the median uses it (core.catalogue.prices.chosen_prices) and its source."""
     order = {g: i for i, g in enumerate(gpu_ids)}
     rows = prices.filter(pl.col("gpu").is_in(gpu_ids) & (pl.col("kind") == kind))
+    used = [chosen_prices(prices, g, kind, rates)[0] for g in dict.fromkeys(gpu_ids)]
+    counted = pl.concat(used).select("gpu", "provider", "offer", "usd").with_columns(pl.lit(True).alias("in median")) if used else None
+    if counted is not None and counted.height:
+        rows = rows.join(counted, on=["gpu", "provider", "offer", "usd"], how="left", nulls_equal=True)
+    else:
+        rows = rows.with_columns(pl.lit(None, dtype=pl.Boolean).alias("in median"))
     unit = "$ per GPU-hour" if kind == "rent" else "$ per GPU"
     return rows.sort(pl.col("gpu").replace_strict(order, return_dtype=pl.Int64), pl.col("as_of"), descending=[False, True]).select(
         pl.col("gpu").replace_strict(names, default=pl.col("gpu")).alias("accelerator"),
         pl.col("usd").alias(unit),
+        pl.col("basis").alias("what it is"),
+        pl.col("in median").fill_null(False),
         "provider",
         "offer",
         pl.when(pl.col("region") != "").then(pl.col("region")).alias("region"),  # none stated: a dash, not a blank

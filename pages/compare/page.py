@@ -8,7 +8,7 @@ import polars as pl
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
-from core.catalogue.prices import parse_price
+from core.catalogue.prices import RATE_LABELS, RATES, parse_price
 from core.model.scenario import Scenario, default
 from core.plan.costs import DEFAULT_SOURCES, Ownership
 from core.plan.purchase import BASIS_LABELS, SORT_KEYS, SORT_LABELS, Load, price_table
@@ -273,6 +273,20 @@ known = set(names)
 typed = {kind: _typed_prices(kind, known) for kind in PAY}
 unit = "$ per GPU-hour (on demand)" if pay == "rent" else "$ per GPU (purchase)"
 with st.expander(f"Prices used: {unit}. Published medians unless you type yours", expanded=False):
+    rates = st.radio(
+        "Rent prices in the median",
+        RATES,
+        format_func=RATE_LABELS.__getitem__,
+        horizontal=True,
+        key="cmp_rates",
+        bind="query-params",
+        disabled=pay != "rent",
+        help="Which published rent prices the median of each accelerator uses. On-demand instance rates (the default) are "
+        "what a cloud charges for a GPU-hour with no commitment. Every rent price adds serverless per-second rates, managed "
+        "inference endpoints, marketplace floor prices and second-hand reports. Either way each seller counts once, with "
+        "its lowest price.",
+    )
+    own = own.model_copy(update={"rent_prices": rates})
     table = price_table(cat, picked, own, given=typed[pay])
     editor = table.with_columns(pl.col("gpu").replace_strict(typed[pay], default=None, return_dtype=pl.Float64).alias("yours"))
     edited = st.data_editor(
@@ -300,9 +314,9 @@ with st.expander(f"Prices used: {unit}. Published medians unless you type yours"
     mine = {g: float(v) for g, v in zip(edited["gpu"], edited["yours"], strict=True) if v is not None and v == v and v > 0}
     others = {g: v for g, v in typed[pay].items() if g not in picked}
     typed[pay] = {**others, **mine}
-    published = prices_display(cat.prices, picked, pay, names)
+    published = prices_display(cat.prices, picked, pay, names, rates)
     if published.height:
-        st.markdown(f"**Every published {pay} price of these accelerators** (the median of each is used)")
+        st.markdown(f"**Every published {pay} price of these accelerators** (the median of those ticked is used)")
         data_table(
             published,
             f"published {pay} prices",
@@ -310,6 +324,15 @@ with st.expander(f"Prices used: {unit}. Published medians unless you type yours"
             download=False,
             column_config={
                 "source": st.column_config.LinkColumn("source", display_text="source ↗", help="The page that printed the price."),
+                "what it is": st.column_config.TextColumn(
+                    help="Rent: on-demand instance rate, reserved, spot, serverless, managed endpoint, marketplace floor or a "
+                    "second-hand report. Buy: list price, quote, street price, estimate or an aggregator's listing."
+                ),
+                "in median": st.column_config.CheckboxColumn(
+                    help="Whether the median uses this price: rent, on-demand instance rates (or every rent price, as chosen "
+                    "above); buy, list prices and quotes where there are any, else street prices, else estimates. Each seller "
+                    "counts once, with its lowest."
+                ),
                 published.columns[1]: st.column_config.NumberColumn(format="%,.2f", help="As published, in US dollars."),
             },
         )

@@ -26,6 +26,7 @@ from typing import Any
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue, UnknownIdError
+from core.catalogue.prices import RATE_LABELS
 from core.catalogue.reference import METRICS
 from core.model.scenario import FIELDS, Scenario, default, param
 from core.plan.purchase import BASIS_LABELS, SORT_LABELS
@@ -89,6 +90,7 @@ LINKS: tuple[Link, ...] = (
     Link("cmp_target", ("compare",), shown=TARGET_LABELS),
     Link("cmp_basis", ("compare",), shown=BASIS_LABELS),
     Link("cmp_pay", ("compare",)),
+    Link("cmp_rates", ("compare",), shown=RATE_LABELS),
     Link("cmp_years", ("compare",)),
     Link("cmp_kwh", ("compare",)),
     Link("cmp_pue", ("compare",)),

@@ -54,6 +54,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "cmp_target": (["MLPerf Llama-2-70B Interactive (TPOT ≤ 40 ms, TTFT ≤ 0.45 s)"], "mlperf-llama2-70b-interactive"),
     "cmp_basis": (["ceiling"], "ceiling"),
     "cmp_pay": (["buy"], "buy"),
+    "cmp_rates": (["every rent price"], "any"),
     "cmp_years": (["4.0"], 4.0),
     "cmp_kwh": (["0.12"], 0.12),
     "cmp_pue": (["1.3"], 1.3),

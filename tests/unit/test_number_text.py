@@ -107,6 +107,7 @@ def test_prices_without_a_region_show_a_dash() -> None:
         {
             "gpu": ["h100-sxm", "h100-sxm"],
             "kind": ["rent", "rent"],
+            "basis": ["on-demand", "serverless"],
             "usd": [2.5, 3.4309],
             "provider": ["A", "B"],
             "offer": ["x", "y"],
@@ -119,3 +120,5 @@ def test_prices_without_a_region_show_a_dash() -> None:
     shown = prices_display(prices, ["h100-sxm"], "rent", {"h100-sxm": "NVIDIA H100"})
     assert shown["as of"].to_list() == ["2026-09", "undated"]  # newest first
     assert shown["region"].to_list() == [None, "us-east-1"]  # the empty region is missing, drawn as a dash
+    # what each is, and that the default median uses the on-demand rate alone
+    assert shown["what it is"].to_list() == ["on-demand", "serverless"] and shown["in median"].to_list() == [True, False]

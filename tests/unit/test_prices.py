@@ -26,7 +26,7 @@ from core.plan.costs import (
 )
 from core.store import SEED
 
-HEADER = "gpu,kind,usd,provider,offer,region,as_of,source_url,note"
+HEADER = "gpu,kind,basis,usd,provider,offer,region,as_of,source_url,note"
 
 
 def _seed_rows() -> list[dict[str, str]]:
@@ -51,14 +51,27 @@ def test_the_seed_prices_cover_20_rented_and_10_bought_accelerators_with_sources
         assert r["note"].strip(), f"{r['gpu']} {r['provider']}: every price says how it was read"
 
 
-def test_the_median_of_the_published_rent_prices_is_used(cat):
-    """H100 SXM: the price used is the median of its rent rows in the CSV, and the label names how many and the dates."""
-    rows = [r for r in _seed_rows() if r["gpu"] == "h100-sxm" and r["kind"] == "rent"]
-    expected = statistics.median(float(r["usd"]) for r in rows)
+def _one_per_seller(rows: list[dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Each seller's (the provider before any parenthesis) lowest price, by hand."""
+    best: dict[str, dict[str, str]] = {}
+    for r in rows:
+        who = r["provider"].split(" (")[0].strip()
+        if who not in best or float(r["usd"]) < float(best[who]["usd"]):
+            best[who] = r
+    return best
+
+
+def test_the_median_of_the_sellers_on_demand_rates_is_used(cat):
+    """H100 SXM: the price used is the median of its on-demand rent rows in the CSV, one per seller (Lambda's 8x rate,
+    not also its 1x), and the label names how many and the dates."""
+    rows = [r for r in _seed_rows() if r["gpu"] == "h100-sxm" and r["kind"] == "rent" and r["basis"] == "on-demand"]
+    votes = _one_per_seller(rows)
+    assert len(votes) == len(rows) - 1 and votes["Lambda"]["offer"] == "8x NVIDIA H100 SXM"
+    expected = statistics.median(float(r["usd"]) for r in votes.values())
     used = cat.price("h100-sxm", "rent", today=dt.date(2026, 12, 1))
     assert used.usd == pytest.approx(expected)
-    assert used.basis == f"median of {len(rows)} published rent prices"
-    dates = sorted(r["as_of"] for r in rows if r["as_of"])
+    assert used.basis == f"median of {len(votes)} sellers' on-demand instance rates, each its lowest"
+    dates = sorted(r["as_of"] for r in votes.values() if r["as_of"])
     assert (used.oldest, used.as_of) == (dates[0], dates[-1])
     assert f"${expected:,.2f} per GPU-hour" in used.label
     # the engine falls back to it where the scenario has no price of its own
@@ -73,10 +86,21 @@ def test_your_price_overrides_and_a_missing_price_says_so(cat):
     assert none.usd is None and "enter yours" in none.label
 
 
-def _frame(*rows: tuple[str, str, float, str]) -> pl.DataFrame:
+def _frame(*rows: tuple[str, str, float, str], basis: str = "on-demand") -> pl.DataFrame:
     return pl.DataFrame(
         [
-            {"gpu": g, "kind": k, "usd": u, "provider": p, "offer": "x", "region": "", "as_of": d, "source_url": "https://x", "note": ""}
+            {
+                "gpu": g,
+                "kind": k,
+                "basis": basis if k == "rent" else "list",
+                "usd": u,
+                "provider": p,
+                "offer": "x",
+                "region": "",
+                "as_of": d,
+                "source_url": "https://x",
+                "note": "",
+            }
             for g, k, u, p, d in [(*r[:3], f"p{i}", r[3]) for i, r in enumerate(rows)]
         ],
         schema=PRICE_SCHEMA,
@@ -103,11 +127,14 @@ def test_a_price_older_than_12_months_or_undated_is_marked_old():
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("h100-sxm,lease,2.0,AWS,p5,,2025-01,https://aws.amazon.com,n", "kind"),
-        ("h100-sxm,rent,-1,AWS,p5,,2025-01,https://aws.amazon.com,n", "usd"),
-        ("h100-sxm,rent,2.0,AWS,p5,,2025-13,https://aws.amazon.com,n", "as_of"),
-        ("h100-sxm,rent,2.0,AWS,p5,,2025-01,aws.amazon.com,n", "source_url"),
-        ("h999,rent,2.0,AWS,p5,,2025-01,https://aws.amazon.com,n", "unknown accelerator 'h999'"),
+        ("h100-sxm,lease,on-demand,2.0,AWS,p5,,2025-01,https://aws.amazon.com,n", "kind"),
+        ("h100-sxm,rent,on-demand,-1,AWS,p5,,2025-01,https://aws.amazon.com,n", "usd"),
+        ("h100-sxm,rent,on-demand,2.0,AWS,p5,,2025-13,https://aws.amazon.com,n", "as_of"),
+        ("h100-sxm,rent,on-demand,2.0,AWS,p5,,2025-01,aws.amazon.com,n", "source_url"),
+        ("h999,rent,on-demand,2.0,AWS,p5,,2025-01,https://aws.amazon.com,n", "unknown accelerator 'h999'"),
+        ("h100-sxm,rent,list,2.0,AWS,p5,,2025-01,https://aws.amazon.com,n", "basis: Value error, basis 'list' is not a rent basis"),
+        ("h100-sxm,buy,spot,2.0,AWS,p5,,2025-01,https://aws.amazon.com,n", "basis 'spot' is not a buy basis"),
+        ("h100-sxm,rent,,2.0,AWS,p5,,2025-01,https://aws.amazon.com,n", "basis"),
     ],
 )
 def test_a_bad_price_row_is_refused_naming_its_row_and_field(tmp_path: Path, line: str, message: str):
@@ -150,5 +177,61 @@ def test_the_sweep_names_the_price_behind_each_accelerators_cost(cat):
     rows = [r for r in _seed_rows() if r["gpu"] == "tpu-v6e" and r["kind"] == "rent"]
     assert len(rows) == 1 and rows[0]["as_of"] == "2024-12"
     text = prices_used(cat, ["tpu-v6e", "mi355x"])
-    assert f"$ {float(rows[0]['usd']):,.2f}".replace(" ", "") + " (the published rent price, 2024-12, older than 12 months)" in text
+    assert (
+        f"$ {float(rows[0]['usd']):,.2f}".replace(" ", "") + " (the published on-demand instance rate, 2024-12, older than 12 months)"
+        in text
+    )
     assert "AMD Instinct MI355X: none published" in text
+
+
+def test_the_rent_median_uses_on_demand_rates_unless_every_rent_price_is_asked_for(cat):
+    """MI300X: two on-demand rates (DigitalOcean $1.99, Crusoe $3.45) and three second-hand reports of a research note
+    ($6, $6, $1.85). The median is that of the two on-demand rates, $2.72, and says three prices are not used; with every
+    rent price it is the median of the five sellers, $3.45."""
+    rows = [r for r in _seed_rows() if r["gpu"] == "mi300x" and r["kind"] == "rent"]
+    on_demand = sorted(float(r["usd"]) for r in rows if r["basis"] == "on-demand")
+    assert on_demand == [1.99, 3.45] and sorted(r["basis"] for r in rows).count("reported") == 3
+    used = cat.price("mi300x", "rent")
+    assert used.usd == pytest.approx((1.99 + 3.45) / 2) == pytest.approx(2.72)
+    assert used.basis == "median of 2 sellers' on-demand instance rates, each its lowest; 3 other rent prices not used"
+    every = cat.price("mi300x", "rent", rates="any")
+    assert every.usd == pytest.approx(statistics.median([1.99, 3.45, 6.0, 6.0, 1.85])) == pytest.approx(3.45)
+    assert every.left_out == 0 and len(every.providers) == 5
+
+
+def test_one_seller_counts_once_with_its_lowest_rate():
+    """Lambda's 8x B200 rate $6.69 and 1x rate $6.99 are one vote at $6.69: the median of {6.69, 8.00} is 7.345, not the
+    7.00 of all three rows."""
+    frame = _frame(("b200", "rent", 6.69, "2026-09"), ("b200", "rent", 6.99, "2026-09"), ("b200", "rent", 8.0, "2026-09"))
+    frame = frame.with_columns(pl.Series("provider", ["Lambda", "Lambda (1x)", "CoreWeave"]))
+    used = price_used(frame, "b200", "rent")
+    assert used.usd == pytest.approx((6.69 + 8.0) / 2)
+    assert used.providers == ["Lambda", "CoreWeave"] or used.providers == ["CoreWeave", "Lambda"]
+
+
+def test_an_accelerator_with_no_on_demand_rate_has_no_default_rent_price_and_says_what_there_is(cat):
+    """The RTX 5090's one rent price is a marketplace floor (Akash, $0.67): no on-demand price is used unless every rent
+    price is asked for; the message says what was published."""
+    rows = [r for r in _seed_rows() if r["gpu"] == "rtx-5090" and r["kind"] == "rent"]
+    assert [(r["basis"], float(r["usd"])) for r in rows] == [("marketplace", 0.67)]
+    none = cat.price("rtx-5090", "rent")
+    assert none.usd is None and "no on-demand instance rate published (1 marketplace floor price)" in none.label
+    assert cat.price("rtx-5090", "rent", rates="any").usd == pytest.approx(0.67)
+    assert cat.hardware.rent_usd_per_hour[cat.gpu_index["rtx-5090"]] != cat.hardware.rent_usd_per_hour[cat.gpu_index["rtx-5090"]]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "expected", "basis"),
+    [
+        ("h100-sxm", 317_000 / 8, "the published quote; 1 other buy price not used"),  # Thinkmate's quote over HF's catalogue $30k
+        ("dgx-spark", 3999.0, "the lowest of one seller's 2 list prices; 1 other buy price not used"),  # list over SolaFide's $4,700
+        ("rtx-6000-ada", 7378.0, "the published street price; 1 other buy price not used"),  # retailers over pcpartdb's $6,799
+        ("mi300x", 10_000.0, "the lowest of one seller's 2 estimates"),  # one analyst's range: one vote
+    ],
+)
+def test_buy_prices_rank_list_and_quotes_above_street_prices_above_estimates(cat, gpu, expected, basis):
+    rows = [r for r in _seed_rows() if r["gpu"] == gpu and r["kind"] == "buy"]
+    assert rows, gpu
+    used = cat.price(gpu, "buy")
+    assert used.usd == pytest.approx(expected)
+    assert used.basis == basis

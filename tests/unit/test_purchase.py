@@ -61,7 +61,7 @@ def test_rented_cost_per_million_output_and_input_tokens(cat):
     median = cat.price("l40s", "rent").usd
     assert l40s["usd_per_gpu_hour"] == pytest.approx(median)
     assert l40s["usd_per_million_tokens"] == pytest.approx(median / (3600 * l40s["tokens_per_s_total"]) * 1e6, rel=1e-12)
-    assert "published rent price" in l40s["price_basis"]
+    assert "sellers' on-demand instance rates" in l40s["price_basis"]
 
 
 def test_bought_cost_per_million_tokens_and_when_buying_pays_off(cat):
