@@ -57,6 +57,9 @@ REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "batch_kind": pl.String,
     "requests": pl.Int64,
     "depth": pl.Int64,
+    "kv_window": pl.Int64,
+    "ttft_limit_s": pl.Float64,
+    "tpot_limit_s": pl.Float64,
     "input_tokens": pl.Int64,
     "output_tokens": pl.Int64,
     "scope": pl.String,
@@ -73,6 +76,17 @@ REFERENCE_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 #: the CSV's columns (value_si is computed)
 CSV_COLUMNS = tuple(c for c in REFERENCE_SCHEMA if c != "value_si")
+
+
+#: how a row's note prints an MLPerf log's latency limits, and names a scenario that has them
+_LIMITS = re.compile(r"constraints printed ttft_latency (\d+) ns, tpot_latency (\d+) ns")
+_LIMITED_SCENARIO = re.compile(r"\b(Server|Interactive) scenario\b")
+#: how a row's note names a rolling-window KV cache ("cache length 1280 < max input+output so rolling window attention")
+_WINDOW = re.compile(r"cache length (\d+)[^;]*rolling window")
+
+
+def _same(given: float | None, printed: float) -> bool:
+    return given is not None and abs(given - printed) <= 1e-9 * printed
 
 
 class ReferenceError(ValueError):
@@ -107,6 +121,13 @@ class Reference(BaseModel):
     #: tokens already in the KV cache before the figure's own (llama-bench's '@ dN'): a prompt prefilled over them, or
     #: generation at that depth
     depth: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
+    #: the KV cache a run kept per sequence, in tokens, where it is a rolling window shorter than the sequence: attention
+    #: then reads at most this many tokens
+    kv_window: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    #: the latency limits a run was held to, in seconds (MLPerf Server and Interactive: the 99th-percentile TTFT and TPOT
+    #: its log prints as ttft_latency and tpot_latency); a max-load row is then set at the largest batch that meets them
+    ttft_limit_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    tpot_limit_s: Annotated[float, Field(gt=0, le=60)] | None = None
     input_tokens: Annotated[int, Field(ge=0, le=10_000_000)]
     output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] = 0  # may be left empty for a prefill figure
     scope: Literal["decode", "prefill", "end-to-end"]
@@ -150,6 +171,19 @@ class Reference(BaseModel):
         at_depth = re.search(r"@ ?d(\d+)\b", self.note)
         if at_depth and self.depth != int(at_depth.group(1)):
             raise ValueError(f"depth: the note's test runs at '{at_depth.group(0)}' but depth is {self.depth or 'empty'}")
+        limits = _LIMITS.search(self.note)
+        if limits:
+            ttft, tpot = (int(x) / 1e9 for x in limits.groups())
+            if not (_same(self.ttft_limit_s, ttft) and _same(self.tpot_limit_s, tpot)):
+                raise ValueError(
+                    f"ttft_limit_s, tpot_limit_s: the note prints the run's limits ({ttft:g} s, {tpot:g} s) but the row carries "
+                    f"{self.ttft_limit_s or 'none'}, {self.tpot_limit_s or 'none'}"
+                )
+        elif self.framework == "MLPerf" and _LIMITED_SCENARIO.search(self.note):
+            raise ValueError("ttft_limit_s, tpot_limit_s: an MLPerf Server or Interactive run is held to latency limits; give them")
+        window = _WINDOW.search(self.note)
+        if window and self.kv_window != int(window.group(1)):
+            raise ValueError(f"kv_window: the note's run keeps a {window.group(1)}-token rolling window but kv_window is {self.kv_window}")
         if self.statistic and self.metric not in TIME_METRICS:
             raise ValueError(f"statistic: {self.metric} is a rate; a statistic of the requests is given for a time (ttft, tpot, itl)")
         if self.read_on > dt.date.today():
@@ -210,10 +244,13 @@ def _message(msg: str) -> str:
 
 
 def source_key(url: str) -> str:
-    """The document a URL points into: no fragment or query, a GitHub file at any commit as one document.
+    """The document a URL points into: no scheme, "www.", fragment or query; a page in any locale (amd.com/ja/...,
+    amd.com/zh-cn/...) and a GitHub file at any commit as one document.
 
-    The scorecard holds out one source at a time (core.evidence.scorecard): two
-    versions of the same performance page are one source, so neither predicts the other.
+    The scorecard holds out one publisher's campaign at a time (the `campaign` column, core.evidence.scorecard); this
+    key counts and links the documents: two versions of the same performance page are one source.
     """
     base = url.split("#", 1)[0].split("?", 1)[0].rstrip("/")
+    base = re.sub(r"^https?://(www\.)?", "https://", base)
+    base = re.sub(r"^(https://(?!github\.com/)[^/]+)/(?:en|fr|de|es|it|ja|ko|pt|ru|zh)(?:-[a-z]{2})?/", r"\1/", base)
     return re.sub(r"(github\.com/[^/]+/[^/]+/(?:blob|tree|raw)/)[^/]+/", r"\1*/", base)

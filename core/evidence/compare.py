@@ -32,7 +32,17 @@ SUSPICIOUS_DECODE_MFU = 0.40  # seed 000: 40% of peak FLOP/s on decode is suspic
 SCENARIO_KEYS = ("gpu", "num_gpus", "model", "weights", "kv", "compute", "phase", "batch", "input_tokens", "output_tokens")
 #: Optional scenario columns, used where the rows have them: the model file's own size (llama-bench model_size), whose
 #: bits per weight (bytes x 8 / parameters) the ceiling then uses instead of the weight format's.
-OPTIONAL_KEYS = ("model_bytes", "depth")
+OPTIONAL_KEYS = ("model_bytes", "depth", "kv_window")
+
+
+def decode_context(rows: pl.DataFrame) -> pl.Expr:
+    """A decode or end-to-end figure's context: depth + input + output / 2 tokens, but at most the rolling window of KV cache
+    the run kept per sequence (`kv_window`, where the rows have one): attention then reads, and the cache holds, that many."""
+    depth = pl.col("depth").fill_null(0) if "depth" in rows.columns else pl.lit(0, dtype=pl.Int64)
+    context = depth + pl.col("input_tokens") + pl.col("output_tokens").fill_null(0) // 2
+    if "kv_window" in rows.columns:
+        context = pl.min_horizontal(context, pl.col("kv_window").fill_null(context))
+    return context
 
 
 def scenario_keys(rows: pl.DataFrame) -> tuple[str, ...]:
@@ -87,8 +97,8 @@ def distinct_scenarios(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
 
 
 def scenarios_of(rows: pl.DataFrame, params: dict[str, float] | None = None) -> pl.DataFrame:
-    """The Scenario columns of each measurement: decode context = depth + input + output / 2, prefill prompt = input over
-    `depth` tokens already cached (0 where the rows have no depth: llama-bench's '@ dN').
+    """The Scenario columns of each measurement: decode context = depth + input + output / 2 (`decode_context`), prefill
+    prompt = input over `depth` tokens already cached (0 where the rows have no depth: llama-bench's '@ dN').
 
     Where a row states its model file's size (`model_bytes`) and `params` (model id -> parameters) is given,
     its weight_bits = bytes x 8 / parameters: the file's own bits per weight.
@@ -102,10 +112,7 @@ def scenarios_of(rows: pl.DataFrame, params: dict[str, float] | None = None) -> 
         "compute",
         "kv",
         "batch",
-        pl.when(pl.col("phase") == "prefill")
-        .then(depth + pl.col("input_tokens"))
-        .otherwise(depth + pl.col("input_tokens") + pl.col("output_tokens") // 2)
-        .alias("context"),
+        pl.when(pl.col("phase") == "prefill").then(depth + pl.col("input_tokens")).otherwise(decode_context(rows)).alias("context"),
         pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).alias("prompt"),
         depth.cast(pl.Int64).alias("depth"),
     )

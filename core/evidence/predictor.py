@@ -42,6 +42,7 @@ import numpy.typing as npt
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
+from core.evidence.compare import decode_context
 from core.model import predicted as pm
 from core.model import workload as wl
 from core.model.ceilings import ScenarioArrays, achieved_step_times, achieved_work, arrival_steps, scenario_steps
@@ -172,7 +173,7 @@ def design(cat: Catalogue, rows: pl.DataFrame) -> Design:
         "compute",
         "kv",
         pl.col("batch").cast(pl.Int64),
-        (depth + pl.col("input_tokens") + pl.col("output_tokens").fill_null(0) // 2).alias("context"),
+        decode_context(rows).alias("context"),
         pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).alias("prompt"),
         depth.cast(pl.Int64).alias("depth"),
     )

@@ -33,7 +33,7 @@ import polars as pl
 
 from core.catalogue.catalogue import Catalogue
 from core.catalogue.reference import TIME_METRICS, source_key
-from core.evidence.compare import ABOVE_CEILING, compare
+from core.evidence.compare import ABOVE_CEILING, compare, decode_context
 from core.model.ceilings import evaluate
 
 #: columns of a reference row kept beside the comparison
@@ -49,6 +49,9 @@ META = (
     "batch_kind",
     "requests",
     "depth",
+    "kv_window",
+    "ttft_limit_s",
+    "tpot_limit_s",
     "scope",
     "metric",
     "statistic",
@@ -104,28 +107,59 @@ def _compute() -> pl.Expr:
 
 
 def _max_batch(cat: Catalogue, rows: pl.DataFrame) -> pl.Series:
-    """For rows with no printed batch, the largest batch that fits at the row's context (1 when none does), and at most the
-    requests the run sent where they are printed."""
+    """For rows with no printed batch, the largest batch that fits at the row's context (1 when none does), at most the
+    requests the run sent where they are printed, and, where the run was held to latency limits (`ttft_limit_s`,
+    `tpot_limit_s`: MLPerf Server and Interactive), the largest at which the ceiling's time per output token and time to
+    first token still meet them: no run that met them held more."""
     todo = rows.with_row_index("__i").filter(pl.col("batch").is_null())
     out = pl.Series("batch", [None] * rows.height, dtype=pl.Int64)
     if not todo.height:
         return out
-    scen = todo.select(
+    scen = _scenarios(todo, pl.lit(1, dtype=pl.Int64))
+    fit = evaluate(cat, scen, columns=["max_batch"])["max_batch"].fill_null(1).clip(lower_bound=1)
+    if "requests" in todo.columns:
+        fit = pl.select(pl.min_horizontal(fit, todo["requests"])).to_series()
+    if "tpot_limit_s" in todo.columns:
+        fit = _within_limits(cat, todo, fit)
+    return out.scatter(todo["__i"], fit)
+
+
+def _scenarios(rows: pl.DataFrame, batch: pl.Expr) -> pl.DataFrame:
+    """The Scenario columns of max-load reference rows at `batch`: decode context as core.evidence.compare reads it."""
+    return rows.select(
         "gpu",
         "model",
         "num_gpus",
         "weights",
         _compute(),
         "kv",
-        pl.lit(1, dtype=pl.Int64).alias("batch"),
-        (pl.col("depth").fill_null(0) + pl.col("input_tokens") + pl.col("output_tokens") // 2).alias("context"),
+        batch.alias("batch"),
+        decode_context(rows).alias("context"),
         pl.max_horizontal(pl.col("input_tokens"), pl.lit(1)).alias("prompt"),
         pl.col("depth").fill_null(0).alias("depth"),
     )
-    fit = evaluate(cat, scen, columns=["max_batch"])["max_batch"].fill_null(1).clip(lower_bound=1)
-    if "requests" in todo.columns:
-        fit = pl.select(pl.min_horizontal(fit, todo["requests"])).to_series()
-    return out.scatter(todo["__i"], fit)
+
+
+def _within_limits(cat: Catalogue, rows: pl.DataFrame, fit: pl.Series) -> pl.Series:
+    """`fit` lowered, for rows with latency limits, to the largest batch whose ceiling meets them (every batch from 1 to
+    `fit` evaluated at once; at least 1)."""
+    limited = (
+        rows.with_columns(fit.alias("__fit"))
+        .with_row_index("__j")
+        .filter(pl.col("tpot_limit_s").is_not_null() | pl.col("ttft_limit_s").is_not_null())
+    )
+    if not limited.height:
+        return fit
+    grid = limited.with_columns(pl.int_ranges(1, pl.col("__fit") + 1).alias("__b")).explode("__b")
+    figures = evaluate(cat, _scenarios(grid, pl.col("__b").cast(pl.Int64)), columns=["time_per_output_token_s", "ttft_s"])
+    meets = (figures["time_per_output_token_s"] <= grid["tpot_limit_s"].fill_null(float("inf"))) & (
+        figures["ttft_s"] <= grid["ttft_limit_s"].fill_null(float("inf"))
+    )
+    best = (
+        grid.with_columns(meets.alias("__ok")).group_by("__j").agg(pl.col("__b").filter(pl.col("__ok")).max().fill_null(1).alias("__best"))
+    )
+    lowered = limited.join(best, on="__j")
+    return fit.scatter(lowered["__j"], lowered["__best"])
 
 
 _CACHE: dict[tuple[str, int], pl.DataFrame] = {}

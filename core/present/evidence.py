@@ -70,6 +70,8 @@ def reference_display(rows: pl.DataFrame) -> pl.DataFrame:
         pl.col("batch_kind").alias("Batch kind"),
         (pl.col("requests") if "requests" in rows.columns else pl.lit(None, dtype=pl.Int64)).alias("Requests sent"),
         (pl.col("depth") if "depth" in rows.columns else pl.lit(None, dtype=pl.Int64)).alias("Cached depth (tokens)"),
+        (pl.col("kv_window") if "kv_window" in rows.columns else pl.lit(None, dtype=pl.Int64)).alias("KV window (tokens)"),
+        _limits(rows).alias("Latency limits"),
         pl.col("input_tokens").alias("Input (tokens)"),
         pl.col("output_tokens").alias("Output (tokens)"),
         pl.col("metric").alias("Metric"),
@@ -85,6 +87,20 @@ def reference_display(rows: pl.DataFrame) -> pl.DataFrame:
         pl.col("source_date").alias("Source date"),
         pl.col("note").alias("Note"),
     )
+
+
+def _limits(rows: pl.DataFrame) -> pl.Expr:
+    """The latency limits a run was held to, as people write them ("TTFT ≤ 6 s, TPOT ≤ 175 ms"); none: empty."""
+    if "tpot_limit_s" not in rows.columns:
+        return pl.lit(None, dtype=pl.String)
+
+    def written(x: pl.Expr) -> pl.Expr:
+        return x.round_sig_figs(3).cast(pl.String).str.replace(r"\.0$", "")
+
+    ttft = pl.format("TTFT ≤ {} s", written(pl.col("ttft_limit_s")))
+    tpot = pl.format("TPOT ≤ {} ms", written(pl.col("tpot_limit_s") * 1e3))
+    both = pl.concat_str([ttft, tpot], separator=", ", ignore_nulls=True)
+    return pl.when(pl.col("ttft_limit_s").is_not_null() | pl.col("tpot_limit_s").is_not_null()).then(both)
 
 
 def _in_printed_unit(si: pl.Expr) -> pl.Expr:

@@ -124,6 +124,17 @@ def _columns() -> dict[str, object]:
             format="%,d",
             help="Tokens already in the KV cache before the figure's own (llama-bench's '@ dN'); empty: none.",
         ),
+        "KV window (tokens)": st.column_config.NumberColumn(
+            "KV window (tokens)",
+            format="%,d",
+            help="A rolling-window KV cache the run kept per sequence, shorter than the sequence: the ceiling reads at most this "
+            "many tokens of context. Empty: the whole context is kept.",
+        ),
+        "Latency limits": st.column_config.TextColumn(
+            "Latency limits",
+            help="The limits the run was held to, as its log prints them (MLPerf Server and Interactive: 99th-percentile TTFT "
+            "and TPOT). A max-load row is set against the ceiling at the largest batch that meets them. Empty: none.",
+        ),
         "Not scored because": st.column_config.TextColumn(
             "Not scored because",
             help="Why the row is left out of the accuracy scorecard and the predicted model's fit: its scenario as run is "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -122,6 +123,20 @@ def test_values_are_kept_as_printed_and_converted_to_si(tmp_path):
             "depth: the note's test runs at '@ d4096' but depth is empty",
         ),
         ({"requests": "0"}, "requests"),
+        (
+            {"note": "Server scenario; constraints printed ttft_latency 6000000000 ns, tpot_latency 175000000 ns"},
+            "ttft_limit_s, tpot_limit_s: the note prints the run's limits (6 s, 0.175 s) but the row carries none, none",
+        ),
+        (
+            {
+                "note": "constraints printed ttft_latency 4500000000 ns, tpot_latency 80000000 ns",
+                "ttft_limit_s": "6",
+                "tpot_limit_s": "0.175",
+            },
+            "the note prints the run's limits (4.5 s, 0.08 s) but the row carries 6.0, 0.175",
+        ),
+        ({"framework": "MLPerf", "note": "Interactive scenario (loadgen Server)"}, "an MLPerf Server or Interactive run is held to"),
+        ({"note": "cache length 1280 < max input+output so rolling window attention is used"}, "kv_window: the note's run keeps a 1280"),
     ],
 )
 def test_a_bad_row_is_refused_with_its_row_and_field(tmp_path, change, message):
@@ -140,6 +155,35 @@ def test_versions_of_one_document_are_one_source():
     b = "https://github.com/NVIDIA/TensorRT-LLM/blob/258c7540/docs/source/performance.md"
     assert source_key(a) == source_key(b) == "https://github.com/NVIDIA/TensorRT-LLM/blob/*/docs/source/performance.md"
     assert source_key("https://example.org/a?x=1") != source_key("https://example.org/b")
+    # one page in four locales, with and without www., is one document; a two-letter GitHub owner is not a locale
+    pages = [
+        f"https://{w}amd.com/{loc}/developer/resources/rocm-hub/dev-ai/performance-results.html"
+        for w in ("", "www.")
+        for loc in ("en", "ja", "zh-cn")
+    ]
+    assert {source_key(u) for u in pages} == {"https://amd.com/developer/resources/rocm-hub/dev-ai/performance-results.html"}
+    assert source_key("https://github.com/ko/x/blob/abc/README.md") == "https://github.com/ko/x/blob/*/README.md"
+
+
+def test_one_article_is_cited_under_one_url_and_each_document_has_one_key():
+    """The Oracle article was cited with and without /post/ (mlp-049..057 and mlp-058/059): now one URL. In the shipped set,
+    no two source keys of one host end in the same page slug (a file name such as README.md may recur in many places)."""
+    oracle = {r["source_url"] for r in ROWS if r["campaign"] == "oracle-oci-mi300x-llama-405b"}
+    assert oracle == {"https://blogs.oracle.com/cloud-infrastructure/post/serving-llama-31-405b-model-with-amd-mi300x-gpus"}
+    seen: dict[tuple[str, str], set[str]] = {}
+    for r in ROWS:
+        key = source_key(r["source_url"])
+        host, slug = key.split("/")[2], key.rsplit("/", 1)[-1]
+        if "." not in slug:
+            seen.setdefault((host, slug), set()).add(key)
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+    # and one campaign per document: a document's rows are never split across two folds, but for a discussion thread, where
+    # each person who posts is a publisher of their own
+    folds: dict[str, set[str]] = {}
+    for r in ROWS:
+        if not re.search(r"/(pull|issues|discussions)/\d+", r["source_url"]):
+            folds.setdefault(source_key(r["source_url"]), set()).add(r["campaign"])
+    assert {k: v for k, v in folds.items() if len(v) > 1} == {}
 
 
 # -- ceilings checked by hand -------------------------------------------------------------
@@ -253,6 +297,67 @@ def test_a_prompt_prefilled_over_a_cached_depth_is_set_against_that_ceiling(cat)
     over = operation_table(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b", prompt=2048, depth=4096, context=6144), phase="prefill")
     assert over["flops"].sum() - flat["flops"].sum() == pytest.approx(32 * 2048 * 4096 * 4 * 128 * 32, rel=1e-12)
     assert over["kv_bytes"].sum() - flat["kv_bytes"].sum() == pytest.approx(32 * 4096 * 2 * 8 * 128 * 2, rel=1e-12)
+
+
+def test_a_max_load_run_held_to_a_tpot_limit_is_set_at_the_largest_batch_that_meets_it(cat, tmp_path):
+    """Llama 3.1 8B in bf16 on one H100 at max load, 1,000 tokens in and out, held to TPOT <= 10 ms. By hand, a decode step
+    is memory-bound: it reads the 2 x 8.03e9 bytes of weights and each sequence's KV cache at its mean context of
+    1,000 + 500 tokens (32 layers x 8 KV heads x 128 x 2 (K and V) x 2 bytes = 131,072 bytes a token), over 3.35 TB/s; 10 ms
+    holds (0.010 x 3.35e12 - 16.06e9) / (1,500 x 131,072) = 88.7 sequences. The ceiling's own TPOT is under the limit at the
+    batch chosen and over it one sequence later; without the limit the batch is the one that fits."""
+    row = {**BASE, "id": "t-lim", "gpu": "h100-sxm", "num_gpus": "1", "tp": "1", "model": "llama-3.1-8b", "weights": "bf16"}
+    row |= {"kv": "bf16", "batch": "", "batch_kind": "max load", "input_tokens": "1000", "output_tokens": "1000", "unit": "tokens/s"}
+    free = reference_seed_frame(_seed_with(tmp_path, [row]), {"h100-sxm"}, {"llama-3.1-8b"})
+    held = free.with_columns(pl.lit(6.0).alias("ttft_limit_s"), pl.lit(0.010).alias("tpot_limit_s"), pl.lit("t-lim-2").alias("id"))
+    rows = as_measurements(cat, pl.concat([free, held]))
+    fits, batch = rows["batch"].to_list()
+    by_hand = (0.010 * 3.35e12 - 2 * cat.models.filter(pl.col("id") == "llama-3.1-8b")["total_params"][0]) / (1500 * 131_072)
+    assert by_hand == pytest.approx(88.7, abs=0.1)
+    assert abs(batch - by_hand) < 1.5 and fits > 2 * batch
+    at = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=batch, context=1500, prompt=1000)
+    assert (
+        ceiling(cat, at).time_per_output_token_s <= 0.010 < ceiling(cat, at.model_copy(update={"batch": batch + 1})).time_per_output_token_s
+    )
+
+
+def test_the_mlperf_server_and_interactive_rows_carry_their_rules_limits(cat):
+    """Every MLPerf Server or Interactive row carries the limits its log prints, which are the rules' for Llama 3.1 405B
+    (core.plan.targets, from mlcommons/inference_policies): TTFT 6 s and TPOT 175 ms, Interactive 4.5 s and 80 ms. Each is
+    set at a batch whose ceiling meets them (the ceiling's TPOT at the largest batch that fits is well under them, so the
+    limits do not lower these rows' batch)."""
+    from core.plan.targets import BY_KEY as TARGETS
+
+    table = reference_compare(cat).filter(pl.col("framework") == "MLPerf")
+    for r in table.iter_rows(named=True):
+        scenario = "Interactive" if "/Interactive/" in r["source_url"] else "Server" if "/Server/" in r["source_url"] else "Offline"
+        if scenario == "Offline":
+            assert r["tpot_limit_s"] is None and r["ttft_limit_s"] is None, r["id"]
+            continue
+        rule = TARGETS[f"mlperf-llama3.1-405b-{scenario.lower()}"]
+        assert (r["ttft_limit_s"], r["tpot_limit_s"]) == pytest.approx((rule.ttft_s, rule.tpot_s)), r["id"]
+        at = Scenario(gpu=r["gpu"], num_gpus=r["num_gpus"], model=r["model"], weights=r["weights"], kv=r["kv"], batch=r["batch"],
+                      context=r["input_tokens"] + r["output_tokens"] // 2, prompt=r["input_tokens"])  # fmt: skip
+        result = ceiling(cat, at)
+        assert result.time_per_output_token_s <= rule.tpot_s and result.ttft_s <= rule.ttft_s, r["id"]
+    assert table.filter(pl.col("tpot_limit_s").is_not_null()).height == 15
+
+
+def test_a_rolling_window_cache_caps_the_context_its_ceiling_reads(cat):
+    """JetStream's mlp-063 and mlp-065 both serve Llama 2 13B in int8 with 96 slots; mlp-065 keeps a 1,280-token rolling
+    window, mlp-063 a 2,048-token cache. mlp-063's mean context (1,024 + 512 = 1,536) fits its cache; mlp-065 reads 1,280:
+    by hand 96 x 256 fewer tokens of 40 layers x 40 KV heads x 128 x 2 x 1 byte each decode step, so a higher ceiling."""
+    table = reference_compare(cat).filter(pl.col("id").is_in(["mlp-063", "mlp-065"])).sort("id")
+    assert table["kv_window"].to_list() == [None, 1280] and table["batch"].to_list() == [96, 96]
+    assert table["ceiling"][1] > table["ceiling"][0]
+    long = operation_table(cat, Scenario(gpu="tpu-v5e", num_gpus=8, model="llama-2-13b", weights="int8", kv="int8", batch=96, context=1536))
+    short = operation_table(
+        cat, Scenario(gpu="tpu-v5e", num_gpus=8, model="llama-2-13b", weights="int8", kv="int8", batch=96, context=1280)
+    )
+    assert long["kv_bytes"].sum() - short["kv_bytes"].sum() == pytest.approx(96 * 256 * 40 * 40 * 128 * 2 * 1, rel=1e-12)
+    same = reference_compare(
+        cat, cat.reference.filter(pl.col("id") == "mlp-063").with_columns(pl.lit(1280, dtype=pl.Int64).alias("kv_window"))
+    )
+    assert same["ceiling"][0] == pytest.approx(table["ceiling"][1], rel=1e-12)
 
 
 # -- the scorecard ------------------------------------------------------------------------
