@@ -271,7 +271,7 @@ if not picked:
 
 known = set(names)
 typed = {kind: _typed_prices(kind, known) for kind in PAY}
-unit = "$ per GPU-hour (on demand)" if pay == "rent" else "$ per GPU (purchase)"
+unit = "$ per GPU-hour (rent)" if pay == "rent" else "$ per GPU (purchase)"
 with st.expander(f"Prices used: {unit}. Published medians unless you type yours", expanded=False):
     rates = st.radio(
         "Rent prices in the median",
