@@ -72,6 +72,7 @@ from core.plan.costs import DEFAULT_SOURCES, Ownership
 from core.plan.planning import would_fit
 from core.plan.purchase import SORT_KEYS, Load, compare_accelerators, frontier_curves
 from core.plan.targets import BY_KEY as TARGETS_BY_KEY
+from core.present.tables import csv_safe
 from core.probe import cli as probe_cli
 from core.store.paths import StoreError
 from core.store.store import get_store
@@ -503,7 +504,7 @@ def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
     if out.suffix == ".parquet":
         _write_out(out, result.write_parquet)
     else:
-        _write_out(out, result.with_columns(pl.col("flags").list.join("; ")).write_csv)
+        _write_out(out, csv_safe(result).write_csv)  # a custom name starting "=" is text in a spreadsheet, not a formula
     return {"rows": result.height, "out": str(out)}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
+import re
 import threading
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -372,6 +373,10 @@ def load_catalogue(store: Source) -> Catalogue:
 
 def add_custom_accelerator(store: Source, acc: Accelerator) -> None:
     """Store a validated custom accelerator; refuses an id or a name the catalogue already has, in the form's words."""
+    for url in acc.sources:  # a note ("user-entered") is kept as text; an address of another scheme (javascript:, data:) is refused
+        scheme = re.match(r"\s*([A-Za-z][A-Za-z0-9+.-]*):", url)
+        if scheme and scheme.group(1).lower() not in ("http", "https"):
+            raise CatalogueError(f"Source URL: {url[:80]!r} is not a web address; give the datasheet's http:// or https:// URL")
     known = load_catalogue(store).accelerators
     if acc.id in known:
         raise CatalogueError(f"Name: the ID {acc.id!r} made from this name already exists ({known[acc.id].name}); choose another name")

@@ -40,6 +40,11 @@ TARGET_BATCHES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 3
 
 #: What a comparison's figures are: what the workload's framework is expected to reach, or the ceiling.
 BASIS_LABELS = {"predicted": "expected", "ceiling": "ceiling"}
+#: The largest price a user may give, by kind: a GPU-hour as the Scenario bounds it, a GPU as a published price is bounded.
+PRICE_MAX = {
+    "rent": next(m.le for m in Scenario.model_fields["usd_per_gpu_hour"].metadata if hasattr(m, "le")),
+    "buy": 5_000_000.0,
+}
 
 #: Sort keys offered by the page: column -> True when larger is better.
 SORT_KEYS: dict[str, bool] = {

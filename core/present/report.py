@@ -25,7 +25,7 @@ from core.present.exports import scenario_line, scenario_parts, titled
 from core.present.predicted import band_text, basis
 from core.present.readings import plain_reading
 from core.present.ridge_charts import ridge_chart
-from core.present.text import duration, si
+from core.present.text import duration, si, web_link
 
 #: The modelling rules the numbers rest on, stated in the report.
 ASSUMPTIONS = (
@@ -231,7 +231,7 @@ def report_html(
                 ("Board power", f"{gpu.power_w:,.0f} W" if gpu.power_w else "not listed"),
             ],
         ),
-        "<p>Accelerator sources: " + ", ".join(f'<a href="{e(u, quote=True)}">{e(u)}</a>' for u in sources) + "</p>",
+        "<p>Accelerator sources: " + ", ".join(_source(u) for u in sources) + "</p>",
         f"<p>Accelerator notes: {e(gpu.notes or 'none')}</p>",
         f"<p>Model shape: config.json from {e(str(model_row.get('config_source') or 'an uploaded config.json'))}; "
         f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_heads} heads / {model.num_kv_heads} KV heads; "
@@ -285,3 +285,11 @@ def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:
 def _scaled(value: float | None, unit: float, fmt: str) -> str:
     """A table cell in reading units; an em dash where the row has no such figure (the all-reduce row moves no HBM bytes of its own)."""
     return "—" if value is None else format(value / unit, fmt)
+
+
+def _source(url: str) -> str:
+    """A source as HTML: a link where it is a web address (core.present.text.web_link), else its text, escaped."""
+    target = web_link(url)
+    if target is None:
+        return f"{html.escape(url)} (not a web address: not linked)"
+    return f'<a href="{html.escape(target, quote=True)}">{html.escape(url)}</a>'

@@ -49,11 +49,18 @@ def accelerator_table(gpus: pl.DataFrame) -> pl.DataFrame:
             shown.append((pl.col("peak_bf16") / pl.col("bandwidth_bytes_per_s")).alias("bf16 ridge (FLOP/B)"))
     return gpus.select(
         *shown,
-        pl.col("sources").str.split(SOURCE_SEPARATOR.strip()).list.first().str.strip_chars().alias("source"),
+        web_links(pl.col("sources").str.split(SOURCE_SEPARATOR.strip()).list.first().str.strip_chars()).alias("source"),
         pl.col("sources").alias("all sources"),
         pl.col("notes"),
         pl.col("custom"),
     )
+
+
+def web_links(url: pl.Expr) -> pl.Expr:
+    """A column of URLs for a link column: web addresses (http, https) only, anything else (a `javascript:` URL) empty, so it
+    is never drawn as a link (core.present.text.web_link for one)."""
+    low = url.str.strip_chars().str.to_lowercase()
+    return pl.when(low.str.starts_with("https://") | low.str.starts_with("http://")).then(url)
 
 
 def model_table(models: pl.DataFrame) -> pl.DataFrame:
@@ -79,7 +86,7 @@ def model_table(models: pl.DataFrame) -> pl.DataFrame:
         pl.col("native_weights").alias("native weights"),
         pl.col("max_context").alias("max context (tokens)"),
         pl.col("hf_repo").alias("Hugging Face repo"),
-        pl.col("params_source").str.split(" ; ").list.first().str.strip_chars().alias("params source"),
+        web_links(pl.col("params_source").str.split(" ; ").list.first().str.strip_chars()).alias("params source"),
         pl.col("config_source").alias("config source"),
         pl.col("notes"),
         pl.col("custom"),

@@ -71,3 +71,10 @@ def plural(count: int, singular: str, plural_form: str | None = None) -> str:
 def escape_markdown(value: str) -> str:
     """A user-supplied string made inert for Streamlit markdown (no links, emphasis or HTML)."""
     return "".join("\\" + c if c in "\\`*_{}[]()<>#+-.!|~=@$:" else c for c in value)
+
+
+def web_link(url: str | None) -> str | None:
+    """`url` where it is a web address (http or https) a page may link to; None otherwise (a `javascript:` or `data:` URL, a
+    file path, a blank), which is then shown as text, never as a link."""
+    text = (url or "").strip()
+    return text if text.lower().startswith(("https://", "http://")) and len(text) > len("https://") else None

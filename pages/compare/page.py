@@ -11,7 +11,7 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.prices import RATE_LABELS, RATES, parse_price
 from core.model.scenario import Scenario, default
 from core.plan.costs import DEFAULT_SOURCES, Ownership
-from core.plan.purchase import BASIS_LABELS, SORT_KEYS, SORT_LABELS, Load, price_table
+from core.plan.purchase import BASIS_LABELS, PRICE_MAX, SORT_KEYS, SORT_LABELS, Load, price_table
 from core.plan.targets import BY_KEY as TARGETS
 from core.plan.targets import CUSTOM, OPTION_LABELS, targets_for
 from core.present.figures import CompareView, compare_view
@@ -65,12 +65,19 @@ def _typed_prices(kind: str, known: set[str]) -> dict[str, float]:
     state = f"_cmp_{kind}_prices"
     if state not in st.session_state:
         given: dict[str, float] = {}
+        refused = []
         for item in st.query_params.get_all(PRICE_PARAMS[kind]):
             price = parse_price(item, ":")
-            if price is not None and price[0] in known:
+            if price is not None and price[0] in known and price[1] <= PRICE_MAX[kind]:
                 given[price[0]] = price[1]
             else:
-                st.warning(f"Link parameter {PRICE_PARAMS[kind]}={item!r} is not an accelerator id and a price > 0; ignored.")
+                refused.append(item)
+        if refused:  # one line, however many; each value cut where it is long
+            some = ", ".join(repr(v if len(v) <= 60 else v[:40] + "…") for v in refused[:3])
+            st.warning(
+                f"Link parameter {PRICE_PARAMS[kind]}: {len(refused):,} {'value is' if len(refused) == 1 else 'values are'} not an "
+                f"accelerator id and a price above 0 and at most {PRICE_MAX[kind]:,.0f} US dollars ({escape_markdown(some)}); ignored."
+            )
         st.session_state[state] = given
     return dict(st.session_state[state])
 
@@ -300,7 +307,7 @@ with st.expander(f"Prices used: {unit}. Published medians unless you type yours"
             "yours": st.column_config.NumberColumn(
                 f"your price ({'$/GPU-h' if pay == 'rent' else '$/GPU'})",
                 min_value=0.0,
-                max_value=5_000_000.0,
+                max_value=PRICE_MAX[pay],
                 format="%.2f",
                 help="Type your price to override the published one; clear it to go back.",
             ),

@@ -18,6 +18,7 @@ parameter written by hand (`refit`): it comes from a fit, not from a widget.
 
 from __future__ import annotations
 
+import math
 import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -275,22 +276,48 @@ def _current_form(cat: Catalogue, given: dict[str, list[str]]) -> tuple[dict[str
             values = [v for v in values[0].split(",") if v]
         if link.toggle:
             values = [{"1": "true", "0": "false"}.get(v, v) for v in values]
+        unfinite = [v for v in values if _not_finite(v)]
+        if unfinite:  # inf, nan, 1e309: no control takes them (a number input would raise on them)
+            messages.append(f"link parameter {name}={_shown(unfinite[0])} is not a finite number; ignored")
+            values = [v for v in values if v not in unfinite]
         if link.picks:
             names = labels(cat, link.picks)
-            kept = []
+            kept, unknown = [], []
             for v in values:
                 if v in names.values():
                     kept.append(v)
                 elif v in names:
                     kept.append(names[v])
                 else:
-                    close = UnknownIdError(link.picks, v, list(names)).suggestions
-                    hint = f" (did you mean {', '.join(close)}?)" if close else ""
-                    messages.append(f"link parameter {name}={v!r} is not in the catalogue{hint}; ignored")
+                    unknown.append(v)
+            if len(unknown) == 1:
+                v = unknown[0]
+                close = UnknownIdError(link.picks, v, list(names)).suggestions if len(v) <= MAX_ID else []
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                messages.append(f"link parameter {name}={_shown(v)} is not in the catalogue{hint}; ignored")
+            elif unknown:  # one line for them all, however many
+                some = ", ".join(_shown(v) for v in unknown[:3])
+                messages.append(f"link parameter {name}: {len(unknown):,} values are not in the catalogue ({some} ...); ignored")
             values = kept
         if values:
             out[link.key] = values
     return out, messages
+
+
+#: The longest id a link's value is matched against for suggestions (a longer one is cut when named).
+MAX_ID = 120
+
+
+def _shown(value: str) -> str:
+    """A link's value as a message names it: quoted, and cut with its length where it is long."""
+    return repr(value) if len(value) <= MAX_ID else f"{value[:40]!r}… ({len(value):,} characters)"
+
+
+def _not_finite(value: str) -> bool:
+    try:
+        return not math.isfinite(float(value))
+    except ValueError:
+        return False
 
 
 def note_refused_values(cat: Catalogue) -> list[str]:
@@ -309,7 +336,7 @@ def note_refused_values(cat: Catalogue) -> list[str]:
         now = st.query_params.get_all(key)
         if not _same(now, values) and not (not now and _same(_as_link(cat, key), values)):
             using = f"using {', '.join(now)}" if now else "using the default"
-            messages.append(f"link parameter {key}={', '.join(values)!r} is not a value this control takes; {using}")
+            messages.append(f"link parameter {key}={_shown(', '.join(values))} is not a value this control takes; {using}")
     st.session_state["_link_messages"] = [*st.session_state.get("_link_messages", []), *messages]
     return [escape_markdown(m) for m in messages]
 
