@@ -138,7 +138,7 @@ def target(doc: ProbeDocument, cat: Catalogue, gpu: str | None) -> str | None:
 def import_probe(store: Any, data: bytes, file_name: str = "probe.json", *, gpu: str | None = None) -> ProbeImport:
     """Store a probe file as a measured profile (one transaction); ProbeFileError, NoMatchError otherwise."""
     doc = parse_probe(data, file_name)
-    for problem in out_of_bounds(doc.summary.bandwidth_bytes_per_s, doc.summary.peak_flops):
+    for problem in out_of_bounds(doc.summary.bandwidth_bytes_per_s, {str(p): v for p, v in doc.summary.peak_flops.items()}):
         raise ProbeFileError(f"{file_name}: summary.{problem}; nothing was stored")
     sha = hashlib.sha256(data).hexdigest()
     dup = store.query("probe_profile_by_hash", file_sha256=sha)
