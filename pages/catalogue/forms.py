@@ -177,10 +177,37 @@ def delete_custom_form() -> None:
     if not custom:
         st.caption("None yet. Custom entries live in the store and survive restarts and reseeding.")
         return
+    for line in st.session_state.pop("_cat_done", []):
+        st.success(line, icon=":material/check:")
     c1, c2 = st.columns([3, 1])
-    choice = c1.selectbox("Entry", custom, format_func=lambda kv: f"{kv[0]}: {kv[1]}", help="A custom accelerator or model.")
-    if c2.button("Delete", icon=":material/delete:", disabled=store().read_only, help="Remove this entry from the store."):
-        delete_custom(store(), choice[0], choice[1])
+    entries = {f"{kind}:{entry}": (kind, entry) for kind, entry in custom}
+    was = st.session_state.get("cat_custom_pick")
+    if was is not None and was not in entries:  # deleted meanwhile: said, and the picker does not act on another entry
+        st.warning(f"The {was.replace(':', ' ', 1)} is no longer stored (deleted in this or another session).")
+        del st.session_state["cat_custom_pick"]
+    pick = c1.selectbox(
+        "Entry",
+        list(entries),
+        format_func=lambda k: f"{entries[k][0]}: {entries[k][1]}",
+        key="cat_custom_pick",  # keyed by the entry's id, so a list that changed keeps the choice on the same entry
+        help="A custom accelerator or model.",
+    )
+    kind, entry = entries[pick]
+    if c2.button(
+        "Delete",
+        icon=":material/delete:",
+        key=f"cat_delete_{pick}",  # a click made while another entry was shown never deletes this one
+        disabled=store().read_only,
+        help=f"Remove the {kind} {entry} from the store.",
+    ):
+        now = catalogue(datasheet=True)
+        still = entry in now.accelerators if kind == "accelerator" else entry in now.records
+        if not still:
+            st.warning(f"The {kind} {escape_markdown(entry)} is no longer stored (deleted in another session): nothing was deleted.")
+            return
+        delete_custom(store(), kind, entry)
+        st.session_state["_cat_done"] = [f"Deleted the custom {kind} {escape_markdown(entry)}."]
+        st.session_state.pop("cat_custom_pick", None)
         st.rerun()
 
 
@@ -239,7 +266,14 @@ def probe_form() -> None:
         help="Each accelerator's newest profile is listed and used; deleting it brings back the one before, if any.",
     )
     if c2.button(
-        "Delete profile", icon=":material/delete:", disabled=store().read_only, key="probe_delete", help="Remove this measured profile."
+        "Delete profile",
+        icon=":material/delete:",
+        disabled=store().read_only,
+        key=f"probe_delete_{pick}",  # keyed by the profile's id: a stale click never deletes another profile
+        help=f"Remove measured profile {pick}.",
     ):
+        if int(pick) not in set(store().query("probe_profiles")["id"].to_list()):
+            st.warning(f"Measured profile {pick} is no longer stored (deleted in another session): nothing was deleted.")
+            return
         delete_profile(store(), int(pick))
         st.rerun()

@@ -15,7 +15,15 @@ from core.evidence.formats import CANONICAL
 from core.evidence.formats.generic import one_row_csv
 from core.evidence.formats.registry import BY_NAME as FORMATS
 from core.evidence.formats.registry import UPLOAD_TYPES, format_help
-from core.evidence.importers import ImportContext, ImportFileError, columns_to_map, delete_dataset, import_file, rename_dataset
+from core.evidence.importers import (
+    ImportContext,
+    ImportFileError,
+    columns_to_map,
+    delete_dataset,
+    import_file,
+    list_datasets,
+    rename_dataset,
+)
 from core.evidence.measurements import Measurement
 from core.present.text import escape_markdown
 from core.store import SessionStore, Store, StoreError
@@ -156,20 +164,42 @@ def _mapping_step(up: Any, fmt: str, given: frozenset[str]) -> dict[str, str] | 
 
 
 def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> None:
-    """Rename or delete the chosen dataset (in read-only mode, only this session's)."""
+    """Rename or delete the chosen dataset (in read-only mode, only this session's), by its id: each button's key is the
+    dataset's, so a click made on a page that showed another dataset never acts on this one, and an id gone meanwhile is
+    said and nothing done."""
     with st.expander("Rename or delete this dataset", icon=":material/edit:"):
         ro = not store.dataset_writable(dataset_id)
         if ro:
             st.caption("This dataset is in the read-only store (ROOFLINE_READ_ONLY=1): it cannot be renamed or deleted here.")
         c1, c2, c3 = st.columns([3, 1, 1])
         new = c1.text_input("New name", value=name, key=f"ms_rename_{dataset_id}", help="Kept exactly as typed.")
-        if c2.button("Rename", key="ms_rename_btn", disabled=ro, help="Save the new name."):
-            rename_dataset(store, dataset_id, new)
-            st.rerun()
-        if c3.button("Delete", key="ms_delete_btn", type="primary", disabled=ro, help="Delete the dataset and its measurements."):
+        rename = c2.button(
+            "Rename", key=f"ms_rename_btn_{dataset_id}", disabled=ro, help=f"Save the new name of dataset #{dataset_id} ({name})."
+        )
+        delete = c3.button(
+            "Delete",
+            key=f"ms_delete_btn_{dataset_id}",
+            type="primary",
+            disabled=ro,
+            help=f"Delete dataset #{dataset_id} ({name}) and its measurements.",
+        )
+        if not (rename or delete):
+            return
+        if dataset_id not in set(list_datasets(store)["id"].to_list()):
+            st.warning(f"Dataset #{dataset_id} is no longer stored (deleted in another session): nothing was changed.")
+            return
+        if rename:
+            try:
+                rename_dataset(store, dataset_id, new)
+            except ImportFileError as exc:
+                c1.error(f"New name: {escape_markdown(str(exc).removeprefix('name: '))}", icon=":material/error:")
+                return
+            st.session_state["_ms_done"] = [f"Renamed dataset #{dataset_id} to {escape_markdown(new.strip())}."]
+        else:
             delete_dataset(store, dataset_id)
             st.session_state.pop("ms_dataset", None)
-            st.rerun()
+            st.session_state["_ms_done"] = [f"Deleted dataset #{dataset_id} ({escape_markdown(name)}) and its measurements."]
+        st.rerun()
 
 
 def measurement_form(cat: Catalogue, store: Store | SessionStore, gpu_now: str, model_now: str) -> None:

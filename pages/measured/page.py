@@ -70,8 +70,13 @@ def your_view(cat: Catalogue, db: Any) -> None:
         )
         return
     names = dict(zip(datasets["id"], datasets["name"], strict=True))
-    if st.session_state.get("ms_dataset") not in names:
+    was = st.session_state.get("ms_dataset")
+    if was not in names:
+        if was is not None:  # deleted meanwhile (another session, or this one): said, and nothing acts on it
+            st.warning(f"Dataset #{was} is no longer stored (deleted in this or another session); showing #{datasets['id'][0]}.")
         st.session_state["ms_dataset"] = datasets["id"][0]
+    for line in st.session_state.pop("_ms_done", []):
+        st.success(line, icon=":material/check:")
     chosen = box.selectbox(
         "Dataset",
         list(names),

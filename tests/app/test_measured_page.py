@@ -154,11 +154,12 @@ def test_read_only_upload_is_kept_in_this_session_and_no_other(open_page, read_o
     fit = pl.from_pandas(fit) if not isinstance(fit, pl.DataFrame) else fit
     assert fit.filter(pl.col("accelerator") == "h100-sxm")["error after (%)"][0] < 5.0
     assert len(at.get("vega_lite_chart")) == 2
-    assert not at.button(key="ms_rename_btn").disabled and not at.button(key="ms_delete_btn").disabled  # it is this session's
+    mine = box.value
+    assert not at.button(key=f"ms_rename_btn_{mine}").disabled and not at.button(key=f"ms_delete_btn_{mine}").disabled  # this session's
 
     other = open_page("measured", ms_view="Your datasets")
     assert other.selectbox(key="ms_dataset").options == ["vllm_serve.json (#1)"]
-    assert other.button(key="ms_rename_btn").disabled and other.button(key="ms_delete_btn").disabled  # the file's dataset
+    assert other.button(key="ms_rename_btn_1").disabled and other.button(key="ms_delete_btn_1").disabled  # the file's dataset
     assert read_only_store.read_bytes() == before
     assert not read_only_store.with_name("demo.duckdb.wal").exists()
 
@@ -218,3 +219,50 @@ def test_every_scenario_page_shows_the_published_measurements_beside_its_ceiling
     at = open_page(page, cmp_gpus=["NVIDIA H100 SXM5 80GB"]) if page == "compare" else open_page(page)
     lines = [c.value.replace("\\", "") for c in at.caption if "published" in c.value]  # captions hold escaped markdown
     assert any(f"published: {n} measurements of Llama 3.1 8B on NVIDIA H100 SXM5 80GB" in line for line in lines), lines
+
+
+@pytest.fixture
+def two_datasets(empty_store):
+    """A store of its own holding two datasets: #1 and #2."""
+    store = get_store(empty_store)
+    first = import_file(store, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name="first").dataset_id
+    rows = (FIXTURES / "generic.csv").read_text().splitlines()
+    second = import_file(store, "\n".join(rows[:3]).encode(), "two-rows.csv", name="second").dataset_id
+    return store, first, second
+
+
+def test_a_stale_delete_never_deletes_another_dataset(open_page, two_datasets):
+    """Two sessions show dataset #2. Session 1 deletes it; session 2, still showing #2, presses its Delete: nothing is
+    deleted (dataset #1 stays), and the page says #2 is gone. Each button is keyed by its dataset's id."""
+    store, first, second = two_datasets
+    one = open_page("measured", ms_view="Your datasets")
+    two = open_page("measured", ms_view="Your datasets")
+    for at in (one, two):
+        at.selectbox(key="ms_dataset").set_value(second).run()
+        assert at.button(key=f"ms_delete_btn_{second}").help.startswith(f"Delete dataset #{second} (second)")
+    one.button(key=f"ms_delete_btn_{second}").click().run()
+    assert any(f"Deleted dataset #{second} (second)" in s.value for s in one.success)
+    assert list_datasets(store)["id"].to_list() == [first]
+    two.button(key=f"ms_delete_btn_{second}").click().run()
+    assert not two.exception, [e.value for e in two.exception]
+    assert list_datasets(store)["id"].to_list() == [first]  # the stale click deleted nothing
+    assert any(f"Dataset #{second} is no longer stored" in w.value for w in two.warning)
+    assert two.selectbox(key="ms_dataset").value == first
+
+
+def test_a_stale_rename_never_renames_another_dataset_and_a_blank_name_is_a_field_message(open_page, two_datasets):
+    store, first, second = two_datasets
+    one = open_page("measured", ms_view="Your datasets")
+    two = open_page("measured", ms_view="Your datasets")
+    for at in (one, two):
+        at.selectbox(key="ms_dataset").set_value(second).run()
+    one.button(key=f"ms_delete_btn_{second}").click().run()
+    two.text_input(key=f"ms_rename_{second}").set_value("renamed")  # typed and pressed on the page that still shows #2
+    two.button(key=f"ms_rename_btn_{second}").click().run()
+    assert dict(zip(*list_datasets(store).select("id", "name").to_dict(as_series=False).values(), strict=True)) == {first: "first"}
+    # a blank name: a message under the field, no exception, the name kept
+    two.text_input(key=f"ms_rename_{first}").set_value("   ")
+    two.button(key=f"ms_rename_btn_{first}").click().run()
+    assert not two.exception, [e.value for e in two.exception]
+    assert any(escape_markdown("a dataset needs a non-empty name") in e.value and e.value.startswith("New name:") for e in two.error)
+    assert list_datasets(store)["name"].to_list() == ["first"]
