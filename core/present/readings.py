@@ -11,7 +11,7 @@ from core.model.result import Ceiling
 from core.model.scenario import Scenario
 from core.plan.planning import ridge_batch
 from core.present.predicted import band_text
-from core.present.text import duration, plural
+from core.present.text import duration, escape_markdown, plural
 
 
 def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
@@ -91,7 +91,7 @@ def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, re
 
 
 def comparison_reading(table: pl.DataFrame) -> str:
-    """Two sentences: the cheapest qualifying accelerator per million tokens (when priced), and the fastest per user
+    """Markdown (names escaped; core.present.text.plain gives its text). Two sentences: the cheapest qualifying accelerator per million tokens (when priced), and the fastest per user
     against the slowest, like with like: per-GPU figures at equal GPU counts, aggregate ones when the counts differ.
 
     Says when the faster one wins despite a lower peak: decode at this batch
@@ -110,15 +110,15 @@ def comparison_reading(table: pl.DataFrame) -> str:
     if priced.height >= 2:
         lo, hi = priced.row(0, named=True), priced.row(-1, named=True)
         parts.append(
-            f"Cheapest: {lo['gpu_name']} at ${lo['usd_per_million_tokens']:,.3g} per million output tokens "
+            f"Cheapest: {escape_markdown(lo['gpu_name'])} at \\${lo['usd_per_million_tokens']:,.3g} per million output tokens "
             f"({plural(lo['num_gpus'], 'GPU')}, batch {lo['batch']}), "
-            f"{1 - lo['usd_per_million_tokens'] / hi['usd_per_million_tokens']:.0%} less than {hi['gpu_name']}'s "
-            f"${hi['usd_per_million_tokens']:,.3g}."
+            f"{1 - lo['usd_per_million_tokens'] / hi['usd_per_million_tokens']:.0%} less than {escape_markdown(hi['gpu_name'])}'s "
+            f"\\${hi['usd_per_million_tokens']:,.3g}."
         )
     ranked = ok.sort("tokens_per_s_per_user", descending=True)
     fast, slow = ranked.row(0, named=True), ranked.row(-1, named=True)
     speed = fast["tokens_per_s_per_user"] / slow["tokens_per_s_per_user"]
-    text = f"{fast['gpu_name']} is {speed:.1f}× faster per user than {slow['gpu_name']}"
+    text = f"{escape_markdown(fast['gpu_name'])} is {speed:.1f}× faster per user than {escape_markdown(slow['gpu_name'])}"
     if fast["num_gpus"] == slow["num_gpus"]:
         peak = fast["peak_flops"] / slow["peak_flops"]
         bw = fast["bandwidth_bytes_per_s"] / slow["bandwidth_bytes_per_s"]
@@ -133,13 +133,13 @@ def comparison_reading(table: pl.DataFrame) -> str:
 
 
 def sweep_answer(frame: pl.DataFrame, matched: pl.DataFrame) -> str:
-    """How many scenarios and accelerators meet the limits, in one sentence."""
+    """How many scenarios and accelerators meet the limits, in one sentence of markdown (names escaped)."""
     if frame.is_empty():
         return "The sweep is empty."
     if matched.is_empty():
         return f"Nothing meets these limits: 0 of {plural(frame.height, 'scenario')}."
     names = matched.group_by("gpu_name").agg(pl.col("num_gpus").min()).sort("num_gpus", "gpu_name")
-    listed = ", ".join(f"{n} (from {plural(g, 'GPU')})" for n, g in names.iter_rows())
+    listed = ", ".join(f"{escape_markdown(n)} (from {plural(g, 'GPU')})" for n, g in names.iter_rows())
     return (
         f"{matched.height:,} of {plural(frame.height, 'scenario')} {'meets' if matched.height == 1 else 'meet'} these limits, "
         f"on {names.height} of {plural(frame['gpu'].n_unique(), 'accelerator')}: {listed}."

@@ -25,7 +25,7 @@ from core.present.exports import scenario_line, scenario_parts, titled
 from core.present.predicted import band_text, basis
 from core.present.readings import plain_reading
 from core.present.ridge_charts import ridge_chart
-from core.present.text import duration, si, web_link
+from core.present.text import duration, plain, si, web_link
 
 #: The modelling rules the numbers rest on, stated in the report.
 ASSUMPTIONS = (
@@ -194,7 +194,7 @@ def report_html(
         parts.append(f'<p class="flag">Flag: {e(flag)}</p>')
     parts += [_section(s, line, said) for s in sections]
     parts += [
-        f"<p>{e(plain_reading(points, result).replace('**', ''))}</p>",
+        f"<p>{e(plain(plain_reading(points, result)))}</p>",
         "<h2>Roofline</h2>",
         roof_svg,
         "<h2>Ridge points</h2>",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
@@ -78,3 +79,9 @@ def web_link(url: str | None) -> str | None:
     file path, a blank), which is then shown as text, never as a link."""
     text = (url or "").strip()
     return text if text.lower().startswith(("https://", "http://")) and len(text) > len("https://") else None
+
+
+def plain(markdown: str) -> str:
+    """The text of a sentence written in this app's markdown: without its bold marks and its escapes (a name escaped with
+    escape_markdown, a dollar sign kept from starting maths), for a report or a caption outside markdown."""
+    return re.sub(r"\\(.)", r"\1", markdown.replace("**", ""))

@@ -19,7 +19,7 @@ from core.model.roofline import SWEEP_BATCHES, operating_points
 from core.model.scenario import Scenario
 from core.plan.planning import MOVES, what_ifs, would_fit
 from core.present.tables import what_if_display
-from core.present.text import duration, si
+from core.present.text import duration, escape_markdown, si
 
 #: Seed 004's worked example (Llama 70B in bf16 on 2 x H100 SXM, batch 32, "roughly 1,530" tokens/s) at the context that
 #: reproduces it: the seed counts weights only (no KV reads), so a short context (256 tokens: 2.7 GB of KV cache for 32
@@ -328,7 +328,7 @@ def steps(cat: Catalogue, scenario: Scenario) -> list[Step]:
     prec = r.compute_used
     mm1, attn1, pre = pts["decode matmul"], pts["decode attention"], pts["prefill step"]
     group = model.num_heads // model.num_kv_heads
-    name, gname = model.name, gpu.name
+    name, gname = escape_markdown(model.name), escape_markdown(gpu.name)  # the text is markdown: a name is shown, never rendered
     pm = prefill_matmuls(cat, scenario)
     facts = batching_facts(cat, scenario, batching_table(cat, scenario), mm1["ridge_batch"])
     moves = moves_table(cat, scenario, r)

@@ -12,7 +12,7 @@ from core.present.exports import scenario_line
 from core.present.figures import CalculatorView, calculator_view
 from core.present.memory import engine_memory
 from core.present.report import Section
-from core.present.text import duration, escape_markdown, si
+from core.present.text import duration, escape_markdown, plain, si
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
 from pages.shared.sidebar import report_of_page
@@ -161,12 +161,12 @@ report_of_page(
         Section("Cost at this ceiling", text=f"Price: {used.label}.", figures=cost),
         Section(
             "Where a decode cycle's time goes, and memory against capacity",
-            text=mem.headline.replace("**", ""),
+            text=plain(mem.headline),
             figures=(("Largest batch at this context", str(limit)), ("Fewest GPUs for this model", str(r.min_gpus))),
             charts=(fig.breakdown, fig.memory),
             table=mem.terms if mem.allocation is not None else None,
         ),
-        Section("Throughput against latency", text=fig.frontier_reading.replace("**", ""), charts=(fig.frontier,) if fig.frontier else ()),
+        Section("Throughput against latency", text=plain(fig.frontier_reading), charts=(fig.frontier,) if fig.frontier else ()),
         Section("What if: the three moves", table=fig.what_ifs),
     ],
 )

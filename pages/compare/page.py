@@ -17,7 +17,7 @@ from core.plan.targets import CUSTOM, OPTION_LABELS, targets_for
 from core.present.figures import CompareView, compare_view
 from core.present.report import Section
 from core.present.tables import prices_display
-from core.present.text import escape_markdown, plural, sig
+from core.present.text import escape_markdown, plain, plural, sig
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import labels, presenting, scenario
 from pages.shared.sidebar import report_of_page
@@ -448,7 +448,7 @@ report_of_page(
     [
         Section(
             "The comparison",
-            text=f"{compared}. Paid by {pay}" + (f"; {fig.reading.replace('**', '')}" if fig.reading else "") + ".",
+            text=f"{compared}. Paid by {pay}" + (f"; {plain(fig.reading)}" if fig.reading else "") + ".",
             table=fig.shown,
             charts=tuple(c for c in (fig.frontier, fig.frontier_cost, fig.chart) if c is not None),
             line=compared,

@@ -10,7 +10,7 @@ from core.model.scenario import Scenario
 from core.plan.planning import would_fit
 from core.present.figures import RooflineAt, roofline_at
 from core.present.report import Section
-from core.present.text import duration, escape_markdown, si
+from core.present.text import duration, escape_markdown, plain, si
 from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
 from pages.shared.params import presenting, scenario
 from pages.shared.sidebar import report_of_page
@@ -66,4 +66,4 @@ facts.markdown(
 facts.page_link("pages/roofline/page.py", label="See it on the roofline", icon=":material/show_chart:")
 facts.page_link("pages/ridges/page.py", label="Compare ridge points", icon=":material/bar_chart:")
 facts.page_link("pages/catalogue/page.py", label="Browse the catalogue", icon=":material/inventory_2:")
-report_of_page("Overview", sc, [Section("The scenario on its roofline", text=roof.reading.replace("**", ""), charts=(roof.chart,))])
+report_of_page("Overview", sc, [Section("The scenario on its roofline", text=plain(roof.reading), charts=(roof.chart,))])

@@ -174,14 +174,17 @@ def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> N
         c1, c2, c3 = st.columns([3, 1, 1])
         new = c1.text_input("New name", value=name, key=f"ms_rename_{dataset_id}", help="Kept exactly as typed.")
         rename = c2.button(
-            "Rename", key=f"ms_rename_btn_{dataset_id}", disabled=ro, help=f"Save the new name of dataset #{dataset_id} ({name})."
+            "Rename",
+            key=f"ms_rename_btn_{dataset_id}",
+            disabled=ro,
+            help=f"Save the new name of dataset #{dataset_id} ({escape_markdown(name)}).",
         )
         delete = c3.button(
             "Delete",
             key=f"ms_delete_btn_{dataset_id}",
             type="primary",
             disabled=ro,
-            help=f"Delete dataset #{dataset_id} ({name}) and its measurements.",
+            help=f"Delete dataset #{dataset_id} ({escape_markdown(name)}) and its measurements.",
         )
         if not (rename or delete):
             return

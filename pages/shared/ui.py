@@ -75,7 +75,7 @@ def table_download(frame: pl.DataFrame, name: str, *, key: str | None = None) ->
         file_name=f"{_slug(name)}.csv",
         mime="text/csv",
         key=key or f"csv-{_slug(name)}",
-        help=f"Download the {name} table as CSV: every column, full precision.",
+        help=f"Download the {escape_markdown(name)} table as CSV: every column, full precision.",
         on_click="ignore",
     )
 
@@ -146,7 +146,7 @@ def parquet_download(data: bytes, name: str, *, key: str | None = None) -> None:
         file_name=f"{_slug(name)}.parquet",
         mime="application/vnd.apache.parquet",
         key=key or f"parquet-{_slug(name)}",
-        help=f"Download the {name} table as Parquet (SI units).",
+        help=f"Download the {escape_markdown(name)} table as Parquet (SI units).",
     )
 
 

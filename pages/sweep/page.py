@@ -10,7 +10,7 @@ from core.present.figures import sweep_frontier
 from core.present.readings import prices_used, sweep_answer
 from core.present.report import Section
 from core.present.tables import parquet_bytes, sweep_display
-from core.present.text import escape_markdown, plural
+from core.present.text import escape_markdown, plain, plural
 from pages.shared.data import catalogue
 from pages.shared.params import labels, presenting
 from pages.shared.sidebar import report_of_page
@@ -213,7 +213,7 @@ report_of_page(
     [
         Section(
             "The sweep",
-            text=f"{swept}. Filters: {filters}. {message.replace('**', '')}",
+            text=f"{swept}. Filters: {filters}. {plain(message)}",
             figures=(("Scenarios that meet the limits", f"{matched.height:,} of {result.height:,}"),),
             table=shown if matched.height else None,
             charts=(chart,) if chart is not None else (),
