@@ -55,9 +55,9 @@ from core.catalogue.specs import value_type
 from core.evidence.bench_commands import TOOLS as BENCH_TOOLS
 from core.evidence.bench_commands import bench_command
 from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
-from core.evidence.importers import ImportContext, ImportFileError, import_file
+from core.evidence.importers import MAX_FILE_BYTES, ImportContext, ImportFileError, import_file
 from core.evidence.matching import NoMatchError
-from core.evidence.probes import ProbeFileError, import_probe, measured_vs_datasheet
+from core.evidence.probes import MAX_PROBE_BYTES, ProbeFileError, import_probe, measured_vs_datasheet
 from core.evidence.reference import reference_compare
 from core.evidence.reference import unit_of as reference_unit
 from core.evidence.scorecard import scorecard
@@ -544,6 +544,9 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
     path = Path(args.file)
     if not path.is_file():
         raise CliError(f"FILE: no file at {path}")
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:  # before reading it: a 1 GB file is refused without holding it in memory
+        raise CliError(f"FILE: {path.name} is {size:,} bytes; the limit is {MAX_FILE_BYTES:,} bytes")
     mapping = {}
     for item in args.map:
         column, sep, header = item.partition("=")
@@ -663,6 +666,8 @@ def cmd_import_probe(args: argparse.Namespace) -> dict[str, Any]:
     path = Path(args.file)
     if not path.is_file():
         raise CliError(f"FILE: no file at {path}")
+    if path.stat().st_size > MAX_PROBE_BYTES:  # before reading it
+        raise CliError(f"FILE: {path.name} is {path.stat().st_size:,} bytes; a probe file is at most {MAX_PROBE_BYTES:,} bytes")
     store = get_store(args.db)
     try:
         done = import_probe(store, path.read_bytes(), path.name, gpu=args.gpu)
