@@ -11,6 +11,8 @@ from pages.shared import warmup
 # serve.py warms the app up in a thread while the first browser loads; nothing of the app is imported before it ends
 warmup.wait()
 
+from core.present.text import escape_markdown  # noqa: E402
+from core.store import StoreError  # noqa: E402
 from pages.shared.data import catalogue  # noqa: E402
 from pages.shared.params import hold_sidebar, note_refused_values, open_link, restore_sidebar  # noqa: E402
 from pages.shared.sidebar import scenario_sidebar, share_panel  # noqa: E402
@@ -48,7 +50,11 @@ PAGES = {
 }
 
 page = st.navigation(PAGES)
-cat = catalogue()
+try:
+    cat = catalogue()
+except StoreError as exc:  # a truncated or corrupt store, a full disk, a folder that cannot be written: one line, once
+    st.error(f"The store cannot be used: {escape_markdown(str(exc))}", icon=":material/database_off:")
+    st.stop()
 if page is OVERVIEW_LINK:
     # a link's first run: rewritten (older forms) and moved to the root in one switch, so no parameter is lost
     # between two switches; later in the session, moved as it is

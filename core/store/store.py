@@ -31,6 +31,33 @@ from core.store.files import SharedFile
 from core.store.paths import READ_ONLY_MESSAGE, SEED, ReadOnlyError, StoreError, default_db_path, read_only_from_env, read_sql
 
 
+#: What a storage failure's text says, and what it is in words, with what to do (first match wins).
+_PROBLEMS = (
+    (("could not read enough bytes", "truncated"), "is truncated (shorter than DuckDB wrote it)", "restore"),
+    (("checksum", "corrupt", "not a valid duckdb", "invalid database", "failed to read database header"), "is corrupt", "restore"),
+    (("no space left", "disk full", "errno 28"), "cannot be written: the disk holding it is full", "space"),
+    (("permission denied", "read-only file system", "errno 13", "errno 30"), "cannot be written here", "writable"),
+)
+_WHAT_TO_DO = {
+    "restore": "restore it from a backup, or move it aside (it holds your datasets and custom entries) and start afresh: the app "
+    "builds a new store from the seed",
+    "space": "free space on that disk, or set ROOFLINE_DB to a store on another disk",
+    "writable": "set ROOFLINE_DB to a path this user may write, or run with ROOFLINE_READ_ONLY=1",
+}
+
+
+def storage_problem(exc: BaseException, path: Path) -> StoreError | None:
+    """A storage failure (a truncated or corrupt file, a full disk, a folder that cannot be written) as one StoreError
+    naming the file and what to do, the original error kept in its text; None for any other error (a query's own)."""
+    text = str(exc)
+    low = f"{text} errno {getattr(exc, 'errno', '')}".lower()
+    for marks, what, todo in _PROBLEMS:
+        if any(m in low for m in marks):
+            first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+            return StoreError(f"the store file {path} {what}; {_WHAT_TO_DO[todo]} (DuckDB: {first[:200]})")
+    return None
+
+
 class Store:
     """One DuckDB file (or an in-memory database), migrated and seeded on open; a cursor per operation.
 
@@ -79,6 +106,11 @@ class Store:
             schema.migrate(self)
             if reference:
                 schema.refresh_reference(self)
+        except (duckdb.Error, OSError) as exc:
+            problem = storage_problem(exc, self.path)
+            if problem is None:
+                raise
+            raise problem from exc
         finally:
             self._building = False
         if not self.in_memory:
@@ -97,8 +129,14 @@ class Store:
             finally:
                 cur.close()
             return
-        with self.file.connect() as cur:
-            yield cur
+        try:
+            with self.file.connect() as cur:
+                yield cur
+        except (duckdb.Error, OSError) as exc:
+            problem = storage_problem(exc, self.path)
+            if problem is None:
+                raise
+            raise problem from exc
 
     # -- reading ---------------------------------------------------------
     def query(self, name: str, /, **params: Any) -> pl.DataFrame:
@@ -139,7 +177,10 @@ class Store:
                 yield con
                 con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                # a failed commit may have ended the transaction already: ROLLBACK then raises "no transaction is active",
+                # which would hide the error that matters
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
                 raise
             finally:
                 self._writes += 1
