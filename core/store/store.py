@@ -30,7 +30,6 @@ from core.store import schema
 from core.store.files import SharedFile
 from core.store.paths import READ_ONLY_MESSAGE, SEED, ReadOnlyError, StoreError, default_db_path, read_only_from_env, read_sql
 
-
 #: What a storage failure's text says, and what it is in words, with what to do (first match wins).
 _PROBLEMS = (
     (("could not read enough bytes", "truncated"), "is truncated (shorter than DuckDB wrote it)", "restore"),

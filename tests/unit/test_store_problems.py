@@ -65,7 +65,6 @@ def test_a_failed_commit_shows_its_own_error_not_the_rollbacks(tmp_path):
     class Real(Exception):
         pass
 
-    with pytest.raises(Real):
-        with store.transaction() as cur:
-            cur.execute("ROLLBACK")  # the transaction ends here, as a failed commit ends it
-            raise Real("the error that matters")
+    with pytest.raises(Real), store.transaction() as cur:
+        cur.execute("ROLLBACK")  # the transaction ends here, as a failed commit ends it
+        raise Real("the error that matters")
