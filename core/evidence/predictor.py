@@ -31,7 +31,6 @@ import hashlib
 import json
 import math
 import sys
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,7 @@ import numpy.typing as npt
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
+from core.catalogue.once import Once
 from core.evidence.compare import decode_context
 from core.model import predicted as pm
 from core.model import workload as wl
@@ -501,8 +501,6 @@ def held_out(des: Design, groups: Sequence[str], use: npt.NDArray[np.bool_], **o
 
 #: Where the shipped fit lives, beside the seed it is fitted on.
 FILE_NAME = "predictor.json"
-_SHIPPED: dict[str, Predictor] = {}
-_LOCK = threading.Lock()
 
 
 def reference_rows(cat: Catalogue) -> pl.DataFrame:
@@ -631,26 +629,21 @@ def shipped_path() -> Path:
 
 
 def shipped(cat: Catalogue) -> Shipped:
-    """The shipped fit (cached per catalogue). A catalogue whose reference set or figures differ from the ones it was
-    fitted on still gets it, marked not current (the scorecard says so); a missing file gives an unfitted prior."""
-    key = cat.key
-    with _LOCK:
-        hit = _CACHE.get(key)
-    if hit is not None:
-        return hit
+    """The shipped fit (cached per catalogue, read once however many ask at once). A catalogue whose reference set or
+    figures differ from the ones it was fitted on still gets it, marked not current (the scorecard says so); a missing
+    file gives an unfitted prior."""
+    return _SHIPPED.get(cat.key, lambda: _read_shipped(cat))
+
+
+def _read_shipped(cat: Catalogue) -> Shipped:
     path = shipped_path()
     if path.is_file():
         data = json.loads(path.read_text(encoding="utf-8"))
-        out = Shipped(Predictor.from_json(data["fit"]), data.get("held_out", {}), data.get("seed_hash") == seed_hash(cat))
-    else:
-        out = Shipped(Predictor(tuple(float(x) for x in pm.PRIOR), {}, note=f"no {FILE_NAME}: the global prior, unfitted"), {}, False)
-    with _LOCK:
-        _CACHE.clear()
-        _CACHE[key] = out
-    return out
+        return Shipped(Predictor.from_json(data["fit"]), data.get("held_out", {}), data.get("seed_hash") == seed_hash(cat))
+    return Shipped(Predictor(tuple(float(x) for x in pm.PRIOR), {}, note=f"no {FILE_NAME}: the global prior, unfitted"), {}, False)
 
 
-_CACHE: dict[str, Shipped] = {}
+_SHIPPED: Once[Shipped] = Once()
 
 
 def with_predictor(cat: Catalogue, predictor: Predictor | None = None, *, tag: str = "") -> Catalogue:

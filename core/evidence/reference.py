@@ -25,13 +25,13 @@ or the generic checks of core.evidence.compare).
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
+from core.catalogue.once import Once
 from core.catalogue.reference import TIME_METRICS, source_key
 from core.evidence.compare import ABOVE_CEILING, compare, decode_context
 from core.model.ceilings import evaluate
@@ -162,33 +162,25 @@ def _within_limits(cat: Catalogue, rows: pl.DataFrame, fit: pl.Series) -> pl.Ser
     return fit.scatter(lowered["__j"], lowered["__best"])
 
 
-_CACHE: dict[tuple[str, int], pl.DataFrame] = {}
-_LOCK = threading.Lock()
+_TABLES: Once[pl.DataFrame] = Once()
 
 
 def reference_compare(cat: Catalogue, ref: pl.DataFrame | None = None) -> pl.DataFrame:
     """Every reference row against its ceiling: the comparison's columns, `ceiling` and `measured` in the metric's unit, `cause`.
 
-    Cached per catalogue when `ref` is the catalogue's own reference set.
+    Cached per catalogue when `ref` is the catalogue's own reference set (computed once however many ask at once).
     """
-    own = ref is None
-    if own:
-        key = (cat.key, id(cat.reference))
-        with _LOCK:
-            hit = _CACHE.get(key)
-        if hit is not None:
-            return hit
-    rows = cat.reference if ref is None else ref
+    if ref is None:
+        return _TABLES.get((cat.key, id(cat.reference)), lambda: _compared(cat, cat.reference))
+    return _compared(cat, ref)
+
+
+def _compared(cat: Catalogue, rows: pl.DataFrame) -> pl.DataFrame:
     if not rows.height:
         return _empty()
     meas = as_measurements(cat, rows)
     cmp = compare(cat, meas)
-    out = _with_ceiling(cat, cmp)
-    if own:
-        with _LOCK:
-            _CACHE.clear()
-            _CACHE[key] = out
-    return out
+    return _with_ceiling(cat, cmp)
 
 
 def _empty() -> pl.DataFrame:

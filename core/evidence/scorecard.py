@@ -23,13 +23,13 @@ from `rows`.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from core.catalogue.catalogue import Catalogue
+from core.catalogue.once import Once
 from core.catalogue.reference import TIME_METRICS
 from core.evidence.compare import ABOVE_CEILING
 from core.evidence.predictor import HOLD_OUT, reference_seconds, scored, shipped
@@ -98,22 +98,20 @@ class Scorecard:
         }
 
 
-_CACHE: dict[tuple[str, int], Scorecard] = {}
-_LOCK = threading.Lock()
+_CARDS: Once[Scorecard] = Once()
 
 
 def scorecard(cat: Catalogue) -> Scorecard:
-    """The scorecard of the catalogue's reference set (cached per catalogue)."""
-    key = (cat.key, id(cat.reference))
-    with _LOCK:
-        hit = _CACHE.get(key)
-    if hit is not None:
-        return hit
+    """The scorecard of the catalogue's reference set (cached per catalogue, computed once however many ask at once)."""
+    return _CARDS.get((cat.key, id(cat.reference)), lambda: _scorecard(cat))
+
+
+def _scorecard(cat: Catalogue) -> Scorecard:
     table = reference_compare(cat)
     fit = shipped(cat)
     kept = pl.Series(scored(table)) if table.height else pl.Series([], dtype=pl.Boolean)
     rows = with_predictions(table.filter(kept), fit.held_out) if table.height else table
-    card = Scorecard(
+    return Scorecard(
         rows,
         _figures_by(rows, "metric"),
         _group_figures(rows),
@@ -122,10 +120,6 @@ def scorecard(cat: Catalogue) -> Scorecard:
         fit.current,
         table.filter(~kept).select("id", "campaign", "metric", "unscored", "source_url") if table.height else pl.DataFrame(),
     )
-    with _LOCK:
-        _CACHE.clear()
-        _CACHE[key] = card
-    return card
 
 
 def with_predictions(table: pl.DataFrame, held_out: dict[str, dict[str, float]]) -> pl.DataFrame:
