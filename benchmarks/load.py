@@ -23,7 +23,7 @@ Two ways to drive a session:
   rendering shares the cores with the server, so these times include it.
 
     .venv/bin/python benchmarks/load.py                      # 6 sessions (3 uploading), 30 s
-    .venv/bin/python benchmarks/load.py --full               # the 16 sessions (8 uploading), 60 s
+    .venv/bin/python benchmarks/load.py --full               # the 32 sessions (16 uploading), 60 s
     .venv/bin/python benchmarks/load.py --sessions 4 --seconds 10 --mode browser
 
 Prints sessions, duration, reruns, median / p95 / max rerun time (and per
@@ -330,14 +330,17 @@ def ms(values: list[float]) -> str:
     return f"median {statistics.median(values) * 1e3:.0f} ms  p95 {percentile(values, 0.95) * 1e3:.0f} ms  max {max(values) * 1e3:.0f} ms"
 
 
-async def run(mode: str, sessions: int, uploaders: int, seconds: float, rows: int, timeout: float) -> int:
+async def run(mode: str, sessions: int, uploaders: int, seconds: float, rows: int, timeout: float, baseline_s: float = 0.0) -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         db = tmp / "load.duckdb"
         server = Server(db)
         out = new_out()
         server_cpu0, own_cpu0 = cpu_seconds(server.proc.pid), time.process_time()
+        alone = new_out()
         try:
+            if baseline_s > 0:  # the same server, one session, first: the floor the load's reruns are set against
+                await ws_run(server, 1, 0, baseline_s, rows, alone, timeout)
             if mode == "ws":
                 wall = await ws_run(server, sessions, uploaders, seconds, rows, out, timeout)
             else:
@@ -363,6 +366,13 @@ async def run(mode: str, sessions: int, uploaders: int, seconds: float, rows: in
             print(f"  {kind:12s} {len(values):4d}  {ms(values)}")
     else:
         print("reruns timed: 0")
+    if alone["times"] and times:
+        floor = statistics.median(alone["times"])
+        print(
+            f"one session alone first: {len(alone['times'])} reruns, median {floor * 1e3:.0f} ms; under load p95 / that median = "
+            f"{percentile(times, 0.95) / floor:.1f}x (target <= 3x), median / that median = {statistics.median(times) / floor:.1f}x; "
+            f"load average {os.getloadavg()[0]:.2f}"
+        )
     for seconds_, kind, where in out["slowest"]:
         print(f"  slowest: {seconds_ * 1e3:.0f} ms, {kind}, {where}")
     if out["import_s"]:
@@ -386,12 +396,15 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--rows", type=int, default=200, help="rows per uploaded CSV")
     parser.add_argument("--timeout", type=float, default=120, help="seconds one rerun may take before it counts as an error")
-    parser.add_argument("--full", action="store_true", help="the issue's size: 16 sessions, 8 uploading, 60 s")
+    parser.add_argument("--full", action="store_true", help="the issue's size: 32 sessions, 16 uploading, 60 s")
+    parser.add_argument(
+        "--baseline-seconds", type=float, default=15, help="seconds of one session alone first, the floor the ratios use (0: none)"
+    )
     args = parser.parse_args()
     if args.full:
-        args.sessions, args.seconds = 16, 60
+        args.sessions, args.seconds = 32, 60
     uploaders = args.uploaders if args.uploaders is not None else args.sessions // 2
-    return asyncio.run(run(args.mode, args.sessions, uploaders, args.seconds, args.rows, args.timeout))
+    return asyncio.run(run(args.mode, args.sessions, uploaders, args.seconds, args.rows, args.timeout, args.baseline_seconds))
 
 
 if __name__ == "__main__":
