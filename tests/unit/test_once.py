@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from core.catalogue.once import Once
 
 
@@ -50,10 +52,8 @@ def test_a_failed_computation_is_not_kept_and_the_next_caller_tries_again():
     def fail() -> int:
         raise ValueError("no")
 
-    try:
+    with pytest.raises(ValueError, match="no"):
         once.get("k", fail)
-    except ValueError:
-        pass
     assert once.get("k", lambda: 3) == 3
 
 
