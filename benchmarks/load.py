@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import random
 import statistics
 import sys
 import tempfile
@@ -106,9 +107,18 @@ def record(out: dict[str, Any], kind: str, seconds: float, where: str = "") -> N
 
 
 # -- websocket sessions ---------------------------------------------------------------------------
-async def ws_session(server: Server, n: int, uploads: bool, until: float, rows: int, out: dict[str, Any], timeout: float) -> None:
-    """One websocket session: every page in turn, a control changed on each; uploaders import a new CSV each round."""
+async def ws_session(
+    server: Server, n: int, uploads: bool, until: float, rows: int, out: dict[str, Any], timeout: float, think: float = 0.0
+) -> None:
+    """One websocket session: every page in turn, a control changed on each; uploaders import a new CSV each round. With
+    `think`, it pauses 0.5-1.5 x that many seconds after each page and each control, as a person reading the page does."""
     client = StClient(server.url(""), timeout=timeout)
+    pace = random.Random(n)
+
+    async def pause() -> None:
+        if think > 0:
+            await asyncio.sleep(pace.uniform(0.5, 1.5) * think)
+
     where = f"session {n}"
     try:
         record(out, "first load", (await client.open()).seconds, where)
@@ -122,6 +132,7 @@ async def ws_session(server: Server, n: int, uploads: bool, until: float, rows: 
                     break
                 where = f"session {n} on {name}"
                 record(out, "page change", (await client.goto("" if name == "overview" else name)).seconds, where)
+                await pause()
                 if name == "measured" and uploads:
                     round_ += 1
                     record(out, "control", (await client.set("ms_view", "Your datasets")).seconds, where)  # the upload's view
@@ -142,6 +153,7 @@ async def ws_session(server: Server, n: int, uploads: bool, until: float, rows: 
                 else:
                     key, values = CONTROLS[name]
                     record(out, "control", (await client.set(key, values[visit % len(values)])).seconds, where)
+                    await pause()
             visit += 1
     except Exception as exc:  # a timeout, a lost connection or a refused request counts as an error the session saw
         out["errors"].append(f"{where}: {type(exc).__name__}: {str(exc)[:800]}")
@@ -150,10 +162,12 @@ async def ws_session(server: Server, n: int, uploads: bool, until: float, rows: 
         await client.close()
 
 
-async def ws_run(server: Server, sessions: int, uploaders: int, seconds: float, rows: int, out: dict[str, Any], timeout: float) -> float:
+async def ws_run(
+    server: Server, sessions: int, uploaders: int, seconds: float, rows: int, out: dict[str, Any], timeout: float, think: float = 0.0
+) -> float:
     until = time.monotonic() + seconds
     t0 = time.monotonic()
-    await asyncio.gather(*(ws_session(server, n, n < uploaders, until, rows, out, timeout) for n in range(sessions)))
+    await asyncio.gather(*(ws_session(server, n, n < uploaders, until, rows, out, timeout, think) for n in range(sessions)))
     return time.monotonic() - t0
 
 
@@ -330,7 +344,9 @@ def ms(values: list[float]) -> str:
     return f"median {statistics.median(values) * 1e3:.0f} ms  p95 {percentile(values, 0.95) * 1e3:.0f} ms  max {max(values) * 1e3:.0f} ms"
 
 
-async def run(mode: str, sessions: int, uploaders: int, seconds: float, rows: int, timeout: float, baseline_s: float = 0.0) -> int:
+async def run(
+    mode: str, sessions: int, uploaders: int, seconds: float, rows: int, timeout: float, baseline_s: float = 0.0, think: float = 0.0
+) -> int:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         db = tmp / "load.duckdb"
@@ -340,9 +356,9 @@ async def run(mode: str, sessions: int, uploaders: int, seconds: float, rows: in
         alone = new_out()
         try:
             if baseline_s > 0:  # the same server, one session, first: the floor the load's reruns are set against
-                await ws_run(server, 1, 0, baseline_s, rows, alone, timeout)
+                await ws_run(server, 1, 0, baseline_s, rows, alone, timeout, think)
             if mode == "ws":
-                wall = await ws_run(server, sessions, uploaders, seconds, rows, out, timeout)
+                wall = await ws_run(server, sessions, uploaders, seconds, rows, out, timeout, think)
             else:
                 wall = await browser_run(server, sessions, uploaders, seconds, rows, out, tmp, timeout)
             server_cpu, own_cpu = cpu_seconds(server.proc.pid) - server_cpu0, time.process_time() - own_cpu0
@@ -358,6 +374,7 @@ async def run(mode: str, sessions: int, uploaders: int, seconds: float, rows: in
     times = out["times"]
     print(
         f"mode {mode}: {sessions} sessions ({uploaders} uploading) for {seconds:.0f} s (wall {wall:.0f} s) against one server on 127.0.0.1"
+        + (f", pausing about {think:g} s after each action" if think else ", without pauses")
     )
     print(f"CPU used: server {server_cpu:.0f} s, this client process {own_cpu:.0f} s ({os.cpu_count()} cores, shared)")
     if times:
@@ -398,13 +415,22 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120, help="seconds one rerun may take before it counts as an error")
     parser.add_argument("--full", action="store_true", help="the issue's size: 32 sessions, 16 uploading, 60 s")
     parser.add_argument(
+        "--think-seconds",
+        type=float,
+        default=0.0,
+        help="websocket sessions pause 0.5-1.5 x this after each page and control, as people reading do (0: none, every session "
+        "reruns without pause)",
+    )
+    parser.add_argument(
         "--baseline-seconds", type=float, default=15, help="seconds of one session alone first, the floor the ratios use (0: none)"
     )
     args = parser.parse_args()
     if args.full:
         args.sessions, args.seconds = 32, 60
     uploaders = args.uploaders if args.uploaders is not None else args.sessions // 2
-    return asyncio.run(run(args.mode, args.sessions, uploaders, args.seconds, args.rows, args.timeout, args.baseline_seconds))
+    return asyncio.run(
+        run(args.mode, args.sessions, uploaders, args.seconds, args.rows, args.timeout, args.baseline_seconds, args.think_seconds)
+    )
 
 
 if __name__ == "__main__":
