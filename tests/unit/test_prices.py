@@ -235,3 +235,13 @@ def test_buy_prices_rank_list_and_quotes_above_street_prices_above_estimates(cat
     used = cat.price(gpu, "buy")
     assert used.usd == pytest.approx(expected)
     assert used.basis == basis
+
+
+def test_no_price_rests_on_a_mirror_or_a_syndicated_copy():
+    """Issue 33: prices cite the page that printed them. A copy is named only in a note, beside the original it copies;
+    the two rows whose originals could not be found (a syndicated H100 PCIe street price, a copy of Gizmodo's MacBook Pro
+    price) are left out."""
+    copies = ("siteproxy.", "trendingfeeds.", "newsflash.city", "rp.liu233w.com", "web.archive.org")
+    cited = [r["source_url"] for r in _seed_rows()]
+    assert [u for u in cited if any(c in u for c in copies)] == []
+    assert not [r for r in _seed_rows() if r["gpu"] in ("h100-pcie", "m4-max") and r["kind"] == "buy"]
