@@ -8,6 +8,7 @@ whose answers are computed from the same scenario.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -162,10 +163,12 @@ def prefill_sentence(pm: PrefillMatmuls) -> str:
         f"(the chart's prefill matmul); {pm.weights_only:,.0f} counting weights only, as the seed does"
     )
     if abs(pm.weights_only / pm.seed_rule - 1.0) < 0.01:
-        text += f": each weight byte read once serves 2 FLOPs per token × {pm.tokens:,} tokens ÷ {pm.bytes_per_weight:g} bytes per weight."
+        text += (
+            f": each weight byte read once serves 2 FLOPs per token × {pm.tokens:,} tokens ÷ {per_element(pm.bytes_per_weight, 'weight')}."
+        )
     else:
         text += (
-            f" (the seed's rule, 2 × {pm.tokens:,} tokens ÷ {pm.bytes_per_weight:g} bytes per weight = {pm.seed_rule:,.0f}, "
+            f" (the seed's rule, 2 × {pm.tokens:,} tokens ÷ {per_element(pm.bytes_per_weight, 'weight')} = {pm.seed_rule:,.0f}, "
             "holds for a dense model; each token here uses only its routed experts)."
         )
     return text + (
@@ -190,6 +193,8 @@ class Batching:
     weights_gb_b: float
     lunch_ends: int | None  # kv_matches_weights_batch
     ridge_batch: int | None
+    weights_gb_lunch: float | None = None  # the weights a step reads at the batch `lunch_ends` (an MoE step reads more experts)
+    kv_gb_lunch: float | None = None  # and the KV cache it reads there
 
     @property
     def growth(self) -> float:
@@ -205,6 +210,10 @@ def batching_facts(cat: Catalogue, scenario: Scenario, table: pl.DataFrame, ridg
     rows = {r["batch"]: r for r in table.iter_rows(named=True)}
     b = COMPARE_BATCH if COMPARE_BATCH in rows else max(rows)
     one, big = rows[1], rows[b]
+    lunch = kv_matches_weights_batch(cat, scenario)
+    at_lunch = None
+    if lunch is not None:
+        at_lunch = evaluate(cat, [scenario.model_copy(update={"batch": lunch})], columns=["weight_bytes", "kv_bytes"]).row(0, named=True)
     return Batching(
         batch=b,
         ms_1=one["step time (ms)"],
@@ -215,13 +224,80 @@ def batching_facts(cat: Catalogue, scenario: Scenario, table: pl.DataFrame, ridg
         kv_gb_1=one["KV cache read (GB)"],
         weights_gb_1=one["weights read (GB)"],
         weights_gb_b=big["weights read (GB)"],
-        lunch_ends=kv_matches_weights_batch(cat, scenario),
+        lunch_ends=lunch,
         ridge_batch=ridge_batch,
+        weights_gb_lunch=None if at_lunch is None else at_lunch["weight_bytes"] / 1e9,
+        kv_gb_lunch=None if at_lunch is None else at_lunch["kv_bytes"] / 1e9,
     )
 
 
 def _ms(ms: float) -> str:
     return duration(ms / 1e3)
+
+
+def per_element(nbytes: float, what: str) -> str:
+    """ "1 byte per weight", "2 bytes per KV element", "0.5 bytes per weight": the unit agrees with its count."""
+    return f"{nbytes:g} {'byte' if nbytes == 1 else 'bytes'} per {what}"
+
+
+@dataclass(frozen=True)
+class MatmulClimb:
+    """How the decode matmuls climb toward the ridge over the batch, read off the operating points (core.model.roofline)."""
+
+    rule_batch: int | None  # seed 004's dense rule: ridge x bytes per weight / 2
+    reached_at: int | None  # the first batch of SWEEP_BATCHES whose decode matmuls reach the ridge (None: none does)
+    intensities: dict[int, float]  # at 256, 512 and 1,024
+
+
+def matmul_climb(cat: Catalogue, scenario: Scenario, ridge: float | None, rule_batch: int | None) -> MatmulClimb:
+    """The decode matmuls' intensity over the batches 1 .. 1,024 and the first that reaches the ridge (one evaluation)."""
+    pts = operating_points(cat, scenario, SWEEP_BATCHES).filter(pl.col("point") == "decode matmul").sort("batch")
+    by_batch = dict(zip(pts["batch"].to_list(), pts["intensity"].to_list(), strict=True))
+    reached = next((b for b, x in by_batch.items() if ridge is not None and x >= ridge), None)
+    return MatmulClimb(rule_batch, reached, {b: by_batch[b] for b in (256, 512, 1024) if b in by_batch})
+
+
+def climb_sentence(climb: MatmulClimb, model: Any, bytes_per_weight: float, ridge: float | None, max_batch: int | None) -> str:
+    """Step 5's sentence on where the decode matmuls reach the ridge: the seed's rule for a dense model; for a mixture of
+    experts, what its routing does to the rule and the figures the operating points show."""
+    rule = f"the seed's rule (2 × batch ÷ {per_element(bytes_per_weight, 'weight')})"
+    if model.num_experts <= 1 or climb.rule_batch is None:
+        if climb.rule_batch is None:
+            return "This accelerator lists no peak at the compute format, so there is no ridge to reach."
+        return f"by {rule}, reach the ridge at a batch of about {climb.rule_batch:,}."
+    shown = ", ".join(f"{x:,.1f}" for x in climb.intensities.values())
+    batches = ", ".join(f"{b:,}" for b in climb.intensities)
+    text = (
+        f"by {rule}, a dense model's would reach the ridge at a batch of about {climb.rule_batch:,}. But a mixture-of-experts "
+        f"step routes each token to {model.experts_per_token} of {model.num_experts} experts, so an expert's weights serve "
+        f"about batch × {model.experts_per_token} ÷ {model.num_experts} tokens: here the decode matmuls are at {shown} "
+        f"FLOP/byte at batch {batches}, against a ridge of {ridge:,.0f}"
+    )
+    text += f", reaching it at batch {climb.reached_at:,}." if climb.reached_at is not None else ", and no batch up to 1,024 reaches it."
+    if max_batch is not None and (climb.reached_at is None or max_batch < climb.reached_at):
+        text += f" Memory caps the batch at {max_batch:,} first."
+    return text
+
+
+def attention_sentence(model: Any, kv_bytes: float, at_1: float, at_512: float) -> str:
+    """Step 6's sentence: decode attention's intensity and the rule it follows, MLA's or grouped-query attention's."""
+    kv = per_element(kv_bytes, "KV element")
+    if model.is_mla:
+        h, r, rope = model.num_heads, model.kv_lora_rank, model.qk_rope_head_dim
+        rule = 2 * h * (2 * r + rope) / ((r + rope) * kv_bytes)
+        how = (
+            f"Multi-head latent attention caches one {r + rope}-element latent per token ({r} + {rope} rotary dims) that all "
+            f"{h} heads read: about 2 × {h} heads × (2 × {r} + {rope}) FLOPs per cached token ÷ ({r + rope} elements × {kv}) = "
+            f"{rule:,.1f} FLOP/byte"
+        )
+    else:
+        g = model.num_heads // model.num_kv_heads
+        rule = 2 * g / kv_bytes
+        how = f"{g} query {'head shares' if g == 1 else 'heads share'} each KV head: about 2 × {g} ÷ {kv} = {rule:,.1f} FLOP/byte"
+    return (
+        f"Each sequence reads its own KV cache, so decode attention stays where it is at any batch: {at_1:,.1f} FLOP/byte at "
+        f"batch 1, {at_512:,.1f} at batch 512. {how}."
+    )
 
 
 def batching_sentence(f: Batching, context: int, max_batch: int | None) -> str:
@@ -248,9 +324,19 @@ def batching_sentence(f: Batching, context: int, max_batch: int | None) -> str:
     text += (
         "\n\nThe seed's free lunch is that the weights, read once per step, serve the whole batch. But each sequence also reads "
         f"its own KV cache: {si(f.kv_gb_1 * 1e9, 'B')} per sequence per step at {context:,} tokens of context, beside "
-        f"{si(f.weights_gb_1 * 1e9, 'B')} of weights, so KV reads grow with batch × context and match the weight reads "
-        f"at a batch of about {f.lunch_ends:,}."
+        f"{si(f.weights_gb_1 * 1e9, 'B')} of weights at batch 1"
     )
+    grew = f.weights_gb_lunch is not None and f.weights_gb_lunch > f.weights_gb_1 * BARELY
+    if grew and f.kv_gb_lunch is not None and f.weights_gb_lunch is not None:
+        text += (
+            f". A mixture-of-experts step reads more experts as the batch grows, so at batch {f.lunch_ends:,} its "
+            f"{si(f.kv_gb_lunch * 1e9, 'B')} of KV cache reach the {si(f.weights_gb_lunch * 1e9, 'B')} of weights it reads there: "
+            f"the KV reads match the weight reads at a batch of about {f.lunch_ends:,}."
+        )
+    else:
+        text += f", so KV reads grow with batch × context and match the weight reads at a batch of about {f.lunch_ends:,}."
+    if max_batch is not None and f.lunch_ends > max_batch:
+        text += f" That is more sequences than memory holds at this context (at most {max_batch:,})."
     if f.ridge_batch is not None and f.lunch_ends < f.ridge_batch:
         text += (
             f" So the lunch ends first, before the ridge (batch {f.ridge_batch:,}): past it each added sequence "
@@ -327,10 +413,11 @@ def steps(cat: Catalogue, scenario: Scenario) -> list[Step]:
     peak, bw, ridge = r.peak_flops, r.bandwidth_bytes_per_s, r.ridge
     prec = r.compute_used
     mm1, attn1, pre = pts["decode matmul"], pts["decode attention"], pts["prefill step"]
-    group = model.num_heads // model.num_kv_heads
     name, gname = escape_markdown(model.name), escape_markdown(gpu.name)  # the text is markdown: a name is shown, never rendered
     pm = prefill_matmuls(cat, scenario)
-    facts = batching_facts(cat, scenario, batching_table(cat, scenario), mm1["ridge_batch"])
+    climb = matmul_climb(cat, scenario, ridge, mm1["ridge_batch"] if ridge else None)
+    # where the decode matmuls truly reach the ridge (for a mixture of experts, not the dense rule's batch)
+    facts = batching_facts(cat, scenario, batching_table(cat, scenario), climb.reached_at if model.num_experts > 1 else climb.rule_batch)
     moves = moves_table(cat, scenario, r)
     return [
         Step(
@@ -407,8 +494,9 @@ def steps(cat: Catalogue, scenario: Scenario) -> list[Step]:
         Step(
             "5. Batching is free until the ridge",
             f"A larger batch reuses each weight for more sequences. The decode matmuls climb the memory roof "
-            f"(intensity {mm1['intensity']:.1f} at batch 1, {big['decode matmul']['intensity']:,.0f} at batch 512) and, by the "
-            f"seed's rule (2 × batch ÷ bytes per weight), reach the ridge at a batch of about {mm1['ridge_batch']:,}.\n\n{batching_sentence(facts, scenario.context, r.max_batch)}",
+            f"(intensity {mm1['intensity']:.1f} at batch 1, {big['decode matmul']['intensity']:,.1f} at batch 512) and, "
+            + climb_sentence(climb, model, storage_format(scenario.weights).bytes, ridge, r.max_batch)
+            + f"\n\n{batching_sentence(facts, scenario.context, r.max_batch)}",
             "batching",
             [
                 (
@@ -431,8 +519,7 @@ def steps(cat: Catalogue, scenario: Scenario) -> list[Step]:
         ),
         Step(
             "6. Attention does not batch",
-            f"Each sequence reads its own KV cache, so decode attention stays at about 2 × {group} ÷ bytes per KV element = "
-            f"{attn1['intensity']:.1f} FLOP/byte at any batch ({big['decode attention']['intensity']:.1f} at batch 512).",
+            attention_sentence(model, storage_format(scenario.kv).bytes, attn1["intensity"], big["decode attention"]["intensity"]),
             "attention",
             [
                 (
