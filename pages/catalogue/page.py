@@ -36,10 +36,18 @@ tab_gpus, tab_models, tab_custom, tab_probe = st.tabs(
 with tab_gpus:
     gpus = cat.gpus
     c1, c2, c3 = (st.expander("Filters: search, vendor, form factor", expanded=False) if presenting() else st).columns([2, 2, 2])
-    text = c1.text_input("Search accelerators", placeholder="e.g. h100, MI300", key="cat_gpu_search", help="Matches id or name.")
-    vendors = c2.multiselect("Vendor", sorted(gpus["vendor"].unique()), key="cat_gpu_vendor", help="Show only these vendors.")
+    text = c1.text_input(
+        "Search accelerators", placeholder="e.g. h100, MI300", key="cat_gpu_search", bind="query-params", help="Matches id or name."
+    )
+    vendors = c2.multiselect(
+        "Vendor", sorted(gpus["vendor"].unique()), key="cat_gpu_vendor", bind="query-params", help="Show only these vendors."
+    )
     forms = c3.multiselect(
-        "Form factor", sorted(gpus["form_factor"].drop_nulls().unique()), key="cat_gpu_form", help="SXM, PCIe, OAM, chip ..."
+        "Form factor",
+        sorted(gpus["form_factor"].drop_nulls().unique()),
+        key="cat_gpu_form",
+        bind="query-params",
+        help="SXM, PCIe, OAM, chip ...",
     )
     shown = accelerator_table(filter_table(gpus, text, vendor=vendors, form_factor=forms))
     if shown.is_empty():
@@ -61,8 +69,12 @@ with tab_gpus:
 with tab_models:
     models = model_table(cat.models)
     c1, c2 = (st.expander("Filters: search, attention", expanded=False) if presenting() else st).columns([2, 2])
-    text = c1.text_input("Search models", placeholder="e.g. llama, qwen3", key="cat_model_search", help="Matches id or name.")
-    kinds = c2.multiselect("Attention", sorted(models["attention"].unique()), key="cat_model_attn", help="MHA, GQA, MQA or MLA.")
+    text = c1.text_input(
+        "Search models", placeholder="e.g. llama, qwen3", key="cat_model_search", bind="query-params", help="Matches id or name."
+    )
+    kinds = c2.multiselect(
+        "Attention", sorted(models["attention"].unique()), key="cat_model_attn", bind="query-params", help="MHA, GQA, MQA or MLA."
+    )
     shown = filter_table(models, text, attention=kinds)
     if shown.is_empty():
         st.info("No model matches these filters.", icon=":material/search_off:")

@@ -124,7 +124,7 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
                 bar.empty()
                 st.error(escape_markdown(str(exc)), icon=":material/error:")
                 return
-            st.session_state["ms_dataset"] = res.dataset_id
+            st.session_state["_ms_select_id"] = res.dataset_id
             where = " (kept in this session only)" if store.session_only else ""
             st.success(f"Imported {res.rows:,} measurements ({res.format}) as {escape_markdown(res.name)}{where}.", icon=":material/check:")
 

@@ -14,7 +14,7 @@ from core.model.predicted import FRAMEWORKS
 from core.present.exports import dataset_line
 from core.present.figures import MeasuredView, measured_charts, measured_view
 from core.present.report import Section
-from core.present.text import plural
+from core.present.text import escape_markdown, plural
 from core.store import is_session_dataset
 from pages.measured.forms import import_form, manage_dataset, measurement_form
 from pages.measured.published import published_view
@@ -70,20 +70,28 @@ def your_view(cat: Catalogue, db: Any) -> None:
         )
         return
     names = dict(zip(datasets["id"], datasets["name"], strict=True))
+    # the picker's options are the datasets' labels, so the link names the dataset chosen as the page shows it
+    labels = {i: f"{names[i]} (this session only)" if is_session_dataset(i) else f"{names[i]} (#{i})" for i in names}
+    by_label = {label: i for i, label in labels.items()}
+    picked = st.session_state.pop("_ms_select_id", None)  # a dataset just imported or typed: shown at once
+    if picked in labels:
+        st.session_state["ms_dataset"] = labels[picked]
     was = st.session_state.get("ms_dataset")
-    if was not in names:
-        if was is not None:  # deleted meanwhile (another session, or this one): said, and nothing acts on it
-            st.warning(f"Dataset #{was} is no longer stored (deleted in this or another session); showing #{datasets['id'][0]}.")
-        st.session_state["ms_dataset"] = datasets["id"][0]
+    if was is not None and was not in by_label:  # deleted or renamed meanwhile (another session, or this one): said
+        st.warning(
+            f"Dataset {escape_markdown(str(was))} is no longer stored (deleted or renamed in this or another session); showing another."
+        )
+        del st.session_state["ms_dataset"]
     for line in st.session_state.pop("_ms_done", []):
         st.success(line, icon=":material/check:")
-    chosen = box.selectbox(
+    shown = box.selectbox(
         "Dataset",
-        list(names),
-        format_func=lambda i: f"{names[i]} (this session only)" if is_session_dataset(i) else f"{names[i]} (#{i})",
+        list(by_label),
         key="ms_dataset",
-        help="An imported file and its context.",
+        bind="query-params",
+        help="An imported file and its context. The link names the dataset chosen.",
     )
+    chosen = by_label[shown]
     info = datasets.filter(pl.col("id") == chosen).row(0, named=True)
     kept = " · kept in this browser session only, not saved" if is_session_dataset(chosen) else ""
     box.caption(

@@ -76,6 +76,12 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "sw_domain": (["false"], False),
     "ms_refit": (["false"], False),
     "ms_view": (["Your datasets"], "yours"),
+    "ms_dataset": (["H100 and A100 decode (#1)"], "H100 and A100 decode (#1)"),
+    "cat_gpu_search": (["mi3"], "mi3"),
+    "cat_gpu_vendor": (["AMD", "Intel"], ["AMD", "Intel"]),
+    "cat_gpu_form": (["OAM"], ["OAM"]),
+    "cat_model_search": (["qwen"], "qwen"),
+    "cat_model_attn": (["MLA"], ["MLA"]),
     "ms_ref_gpus": (["h200-sxm", "gaudi2"], ["h200-sxm", "gaudi2"]),
     "ms_ref_models": (["llama-3.1-8b"], ["llama-3.1-8b"]),
     "ms_ref_frameworks": (["TensorRT-LLM", "llama.cpp"], ["TensorRT-LLM", "llama.cpp"]),
@@ -100,12 +106,15 @@ def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_
         store = get_store(private_store)
         if not list_datasets(store).filter(pl.col("file_name") == "generic.csv").height:
             import_file(store, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name="H100 and A100 decode")
+        if key == "ms_dataset" and list_datasets(store).height < 2:  # a newer dataset, so the one linked is not the default
+            rows = (FIXTURES / "generic.csv").read_text().splitlines()
+            import_file(store, "\n".join(rows[:3]).encode(), "two-rows.csv", name="two rows")
     values, expected = SAMPLES[key]
     if BY_KEY[key].picks:
         values = [labels(cat, BY_KEY[key].picks)[v] for v in values]
     # the sweep's 'at batch' picks among the batches swept, and the draft model needs a draft length
     extra = {"sw_batches": ["8", "64"]} if key == "sw_at_batch" else {"spec_draft_len": ["4"]} if key == "spec_draft_model" else {}
-    if key == "ms_refit":  # drawn in the view of your datasets
+    if key in ("ms_refit", "ms_dataset"):  # drawn in the view of your datasets
         extra = {"ms_view": ["Your datasets"]}
     at = open_page(page, **{key: values if len(values) > 1 else values[0]}, **{k: v for k, v in extra.items()})
     held = at.session_state[key]
