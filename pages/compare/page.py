@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import polars as pl
 import streamlit as st
@@ -80,6 +81,22 @@ def _typed_prices(kind: str, known: set[str]) -> dict[str, float]:
             )
         st.session_state[state] = given
     return dict(st.session_state[state])
+
+
+def _with_pending_edits(prices: dict[str, float], state: Any, gpus: list[str]) -> dict[str, float]:
+    """The user's prices with the price editor's edits of this run applied (its rows are `gpus` in order), so that the
+    table's "what it rests on" says "your price" in the same run the figures start using it."""
+    out = dict(prices)
+    edits = state.get("edited_rows", {}) if isinstance(state, dict) else {}
+    for row, cells in edits.items():
+        if "yours" not in cells or not str(row).isdigit() or int(row) >= len(gpus):
+            continue
+        value, gpu = cells["yours"], gpus[int(row)]
+        if isinstance(value, int | float) and value == value and value > 0:
+            out[gpu] = float(value)
+        else:
+            out.pop(gpu, None)
+    return out
 
 
 def _keep_prices(kind: str, prices: dict[str, float]) -> None:
@@ -294,11 +311,13 @@ with st.expander(f"Prices used: {unit}. Published medians unless you type yours"
         "its lowest price.",
     )
     own = own.model_copy(update={"rent_prices": rates})
-    table = price_table(cat, picked, own, given=typed[pay])
+    editor_key = f"cmp_prices_{pay}_" + "-".join(picked)  # a new selection starts from the prices typed so far
+    typed[pay] = _with_pending_edits(typed[pay], st.session_state.get(editor_key), list(dict.fromkeys(picked)))
+    table = price_table(cat, picked, own, given=typed[pay])  # what each price rests on, the edit just typed included
     editor = table.with_columns(pl.col("gpu").replace_strict(typed[pay], default=None, return_dtype=pl.Float64).alias("yours"))
     edited = st.data_editor(
         editor,
-        key=f"cmp_prices_{pay}_" + "-".join(picked),  # a new selection starts from the prices typed so far
+        key=editor_key,
         hide_index=True,
         column_order=["accelerator", "yours", "usd", "source"],
         placeholder="type yours",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers import metric, opened, rerun, screenshot
+from tests.helpers import metric, opened, rerun, screenshot, still
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2600}
@@ -108,3 +108,30 @@ def test_the_sweep_draws_its_rows_on_the_frontier(server, page):
     page.get_by_text("output tokens/s per GPU against tokens/s per user", exact=False).first.wait_for(state="attached")
     page.locator("[data-testid='stVegaLiteChart']").first.wait_for()
     screenshot(page, "sweep-frontier")
+
+
+def test_a_price_typed_in_the_editor_is_what_the_table_says_it_rests_on(server, page):
+    """Issue 31: the MI325X has no on-demand rate published, so its price row says "no price ... enter yours". Typing 2.5 in
+    its cell makes that row say "$2.50 per GPU-hour: your price" in the same rerun the figures start using it, and the
+    link carries it."""
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    opened(page, server.url("compare?cmp_gpus=h100-sxm&cmp_gpus=mi325x"))
+    with rerun(page, requests=0):
+        page.get_by_text("Prices used:", exact=False).first.click()
+    prices = page.locator('[data-testid="stExpander"]').filter(has_text="Prices used:")
+    grid = prices.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    still(grid)  # the expander has finished opening: the cell is where the grid says
+    cells = grid.locator('[role="gridcell"]')
+    row = [cells.nth(i).inner_text() for i in range(4, 8)]
+    assert row[0] == "AMD Instinct MI325X" and row[3].startswith("no price: no on-demand instance rate published")
+    box = grid.bounding_box()
+    assert box is not None
+    page.mouse.dblclick(box["x"] + 260, box["y"] + 35 + 35 + 17)  # the second row's "your price" cell
+    editing = page.locator("input.gdg-input")  # the grid's cell editor, open
+    editing.wait_for()
+    with rerun(page):
+        editing.fill("2.5")
+        editing.press("Enter")
+    expect(cells.nth(7)).to_have_text("$2.50 per GPU-hour: your price")
+    assert cells.nth(6).inner_text() == "2.5" and "cmp_rent=mi325x%3A2.5" in page.url
