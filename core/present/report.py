@@ -25,7 +25,7 @@ from core.present.exports import scenario_line, scenario_parts, titled
 from core.present.predicted import band_text, basis
 from core.present.readings import plain_reading
 from core.present.ridge_charts import ridge_chart
-from core.present.text import duration, plain, si, web_link
+from core.present.text import duration, plain, plural, si, web_link
 
 #: The modelling rules the numbers rest on, stated in the report.
 ASSUMPTIONS = (
@@ -115,12 +115,18 @@ def report_html(
     page: str = "",
     sections: Sequence[Section] = (),
     generated: dt.datetime | None = None,
+    subject: str | None = None,
+    gpus: Sequence[str] = (),
 ) -> str:
     """The HTML report of the page being viewed (a complete document as a string).
 
     `scenario` is the page's (its own options included: the calculator's speculative decoding, reserve and price);
     its headline figures, roofline, ridge points and operations are the report's first part. `sections` are what
     the page shows beyond them, in the page's order, under the page's name `page`.
+
+    A page whose subject is not one scenario (a comparison, a sweep, a dataset) gives its `subject`: the report is titled
+    by it and leads with the page's sections; the sidebar's scenario follows for reference, and the sources of every
+    accelerator in `gpus` (the page's) are cited.
     """
     result = ceiling(cat, scenario)
     gpu = cat.gpu(scenario.gpu)
@@ -134,6 +140,7 @@ def report_html(
         eff_compute=scenario.eff_compute,
     )
     title = f"{model.name} on {scenario.num_gpus} × {gpu.name}"
+    heading = subject or title
     line, said = scenario_line(cat, scenario), scenario_parts(cat, scenario)
     roof_svg = export_chart(titled(roofline_chart(roofs, points, paths, title=title), line, said), "svg").decode("utf-8")
     prec = result.compute_used or "bf16"
@@ -159,7 +166,10 @@ def report_html(
             "Weights / compute / KV cache",
             f"{scenario.weights} / {result.scenario.compute or 'auto'} (peak used: {result.compute_used}) / {scenario.kv}",
         ),
-        ("Batch, context, prompt", f"{scenario.batch} sequences, {scenario.context:,} tokens cached, {scenario.prompt:,}-token prompt"),
+        (
+            "Batch, context, prompt",
+            f"{plural(scenario.batch, 'sequence')}, {scenario.context:,} tokens cached, {scenario.prompt:,}-token prompt",
+        ),
         ("Framework (for the expected figures)", scenario.framework),
         ("Efficiency factors", f"bandwidth {scenario.eff_bandwidth:.2f}, compute {scenario.eff_compute:.2f} (1.00 = datasheet roof)"),
         ("Memory reserve", f"{scenario.reserve_fraction:.0%} of each GPU's memory"),
@@ -178,21 +188,27 @@ def report_html(
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Roofline report: {e(title)}</title>",
+        f"<title>Roofline report: {e(heading)}</title>",
         "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#0f172a}"
         "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #cbd5e1;padding:4px 8px;text-align:left}"
         "th{background:#f1f5f9}.num{text-align:right}.flag{color:#b45309}</style>",
         "</head><body>",
-        f"<h1>Roofline report: {e(title)}</h1>",
+        f"<h1>Roofline report: {e(heading)}</h1>",
         f"<p>{e(page + ' · ' if page else '')}Generated {e(when)} by Roofline Explorer.</p>",
-        "<h2>Scenario</h2>",
+    ]
+    if subject:  # the page's own view first; the sidebar's scenario after it, for reference
+        parts += [_section(s, line, said) for s in sections]
+        parts.append(f"<h2>The sidebar's scenario, for reference: {e(title)}</h2>")
+    parts += [
+        "<h2>Scenario</h2>" if not subject else "",
         _table(None, scenario_rows),
         "<h2>Headline figures</h2>",
         _table(["Figure", "Value"], headline_figures(result)),
     ]
     for flag in result.flags:
         parts.append(f'<p class="flag">Flag: {e(flag)}</p>')
-    parts += [_section(s, line, said) for s in sections]
+    if not subject:
+        parts += [_section(s, line, said) for s in sections]
     parts += [
         f"<p>{e(plain(plain_reading(points, result)))}</p>",
         "<h2>Roofline</h2>",
@@ -233,6 +249,7 @@ def report_html(
         ),
         "<p>Accelerator sources: " + ", ".join(_source(u) for u in sources) + "</p>",
         f"<p>Accelerator notes: {e(gpu.notes or 'none')}</p>",
+        *_page_sources(cat, [g for g in dict.fromkeys(gpus) if g != scenario.gpu and g in cat.gpu_index]),
         f"<p>Model shape: config.json from {e(str(model_row.get('config_source') or 'an uploaded config.json'))}; "
         f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_heads} heads / {model.num_kv_heads} KV heads; "
         f"{model_row['total_params'] / 1e9:,.2f} B parameters (published: "
@@ -293,3 +310,15 @@ def _source(url: str) -> str:
     if target is None:
         return f"{html.escape(url)} (not a web address: not linked)"
     return f'<a href="{html.escape(target, quote=True)}">{html.escape(url)}</a>'
+
+
+def _page_sources(cat: Catalogue, gpus: Sequence[str]) -> list[str]:
+    """The sources of the other accelerators the page shows, each with its datasheet figures' source links."""
+    if not gpus:
+        return []
+    out = ["<h3>The page's other accelerators</h3>", "<ul>"]
+    for g in gpus:
+        acc = cat.gpu(g)
+        links = ", ".join(_source(u) for u in acc.sources) or "none listed"
+        out.append(f"<li>{html.escape(acc.name)}: {links}</li>")
+    return [*out, "</ul>"]

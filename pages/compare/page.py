@@ -473,4 +473,6 @@ report_of_page(
             line=compared,
         )
     ],
+    subject=compared,
+    gpus=picked,
 )

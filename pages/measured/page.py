@@ -167,7 +167,9 @@ def your_view(cat: Catalogue, db: Any) -> None:
             line=f"Dataset {names[chosen]}: {dataset_line(cat, cmp)}",
         )
     ]
-    report_of_page("Measured vs predicted: your datasets", None, sections)
+    subject = f"Measured vs predicted: dataset {names[chosen]}"
+    dataset_gpus = cmp["gpu"].unique().to_list() if "gpu" in cmp.columns else []
+    report_of_page("Measured vs predicted: your datasets", None, sections, subject=subject, gpus=dataset_gpus)
     st.subheader("Refit of the predicted model")
     if fit is None:
         st.info("The refit is off: switch it on to fit the predicted model to these rows.", icon=":material/tune:")
@@ -190,7 +192,13 @@ def your_view(cat: Catalogue, db: Any) -> None:
             "and after. Errors are mean |expected - measured| / measured over the rows the refit rests on (in sample)."
         )
         data_table(cells, f"refit {names[chosen]}", key="ms_fit", csv_key="ms_fit_csv")
-        report_of_page("Measured vs predicted: your datasets", None, [*sections, Section("Refit of the predicted model", table=cells)])
+        report_of_page(
+            "Measured vs predicted: your datasets",
+            None,
+            [*sections, Section("Refit of the predicted model", table=cells)],
+            subject=subject,
+            gpus=dataset_gpus,
+        )
         if fit.accepted and st.button(
             "Use this refit on every page",
             icon=":material/tune:",

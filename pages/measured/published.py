@@ -14,7 +14,7 @@ from core.present.evidence import headline_sentence, options, reference_display,
 from core.present.evidence_charts import prediction_chart, ratio_chart
 from core.present.exports import published_line
 from core.present.report import Section
-from core.present.text import escape_markdown, plural
+from core.present.text import escape_markdown, plain, plural
 from pages.shared.params import METRIC_LABELS, labels
 from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, keep_options, table_download
@@ -212,9 +212,15 @@ def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
             line=f"Accuracy scorecard, {METRIC_LABELS[metric]}: every published measurement, held out by campaign",
         )
         charts = (chart,)
-    sentence = headline_sentence(card).replace("**", "")
+    sentence = plain(headline_sentence(card))
     scored = Section("Accuracy scorecard", text=sentence, table=per_metric, charts=charts, line="Accuracy scorecard: held out by campaign")
-    report_of_page("Measured vs predicted: published measurements", None, [shown, scored])
+    report_of_page(
+        "Measured vs predicted: published measurements",
+        None,
+        [shown, scored],
+        subject=f"Published measurements: {shown.line or 'every row'}",
+        gpus=card.rows["gpu"].unique().to_list() if card.rows.height and "gpu" in card.rows.columns else [],
+    )
     table_download(
         card.rows.select(ROW_COLUMNS),
         "scorecard rows",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -104,10 +105,21 @@ def _refit_switch() -> None:
 _REPORT = "_report"
 
 
-def report_of_page(title: str, sc: Scenario | None = None, sections: Sequence[Section] = ()) -> None:
+def report_of_page(
+    title: str, sc: Scenario | None = None, sections: Sequence[Section] = (), *, subject: str | None = None, gpus: Sequence[str] = ()
+) -> None:
     """Say what the sidebar's report holds for the page being drawn: the page's name, its scenario (its own options
-    in it; None: the sidebar's) and what it shows beyond the scenario's figures. Called by the page each run."""
-    st.session_state[_REPORT] = {"page": current_page(), "title": title, "scenario": sc, "sections": tuple(sections)}
+    in it; None: the sidebar's) and what it shows beyond the scenario's figures. A page whose subject is not the
+    scenario (a comparison, a sweep, a dataset) names it: the report is titled by it and leads with the page's sections,
+    and cites the sources of `gpus`. Called by the page each run."""
+    st.session_state[_REPORT] = {
+        "page": current_page(),
+        "title": title,
+        "scenario": sc,
+        "sections": tuple(sections),
+        "subject": subject,
+        "gpus": tuple(gpus),
+    }
 
 
 def _roofline_sections(sc: Scenario) -> list[Section]:
@@ -136,12 +148,14 @@ def share_panel(cat: Catalogue) -> None:
     sc = scenario()
     write_refit()
     held = st.session_state.pop(_REPORT, None)
-    held = held if held and held["page"] == current_page() else {"title": "", "scenario": None, "sections": ()}
+    held = held if held and held["page"] == current_page() else {"title": "", "scenario": None, "sections": (), "subject": None, "gpus": ()}
     page, report_sc = held["title"], held["scenario"] or sc
 
     def report() -> bytes:
         sections = held["sections"] or (_roofline_sections(report_sc) if current == "roofline" else ())
-        return report_html(cat, report_sc, page=page or current.title(), sections=sections).encode("utf-8")
+        return report_html(
+            cat, report_sc, page=page or current.title(), sections=sections, subject=held["subject"], gpus=held["gpus"]
+        ).encode("utf-8")
 
     current = current_page()
     with st.sidebar:
@@ -159,7 +173,11 @@ def share_panel(cat: Catalogue) -> None:
         st.download_button(
             ":material/description: Report (HTML)",
             report,
-            file_name=f"{current}-{report_sc.model}-on-{report_sc.num_gpus}x{report_sc.gpu}.html",
+            file_name=(
+                f"{current}-{_slug(held['subject'])}.html"
+                if held["subject"]
+                else f"{current}-{report_sc.model}-on-{report_sc.num_gpus}x{report_sc.gpu}.html"
+            ),
             mime="text/html",
             key="report_download",
             on_click="ignore",
@@ -168,3 +186,8 @@ def share_panel(cat: Catalogue) -> None:
         )
     if st.session_state.get("use_refit"):
         st.sidebar.caption("Refit on your data: on (predictions of the refitted accelerators use it).")
+
+
+def _slug(text: str) -> str:
+    """A file name's part from a subject: lower-case words joined by hyphens, at most 80 characters."""
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")[:80] or "report"

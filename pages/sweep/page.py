@@ -220,4 +220,6 @@ report_of_page(
             line=swept,
         )
     ],
+    subject=f"Sweep: {swept}",
+    gpus=pick_gpus,
 )

@@ -9,10 +9,13 @@ from core.catalogue.catalogue import Catalogue
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_table, roof_lines
 from core.model.scenario import Scenario
 from core.present.charts import roofline_chart
+from core.present.report import Section
 from core.present.ridge_charts import ridge_chart
+from core.present.text import plain
 from core.present.tour import Step, batching_table, moves_table, steps
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import presenting, scenario
+from pages.shared.sidebar import report_of_page
 from pages.shared.ui import data_table, show_chart
 
 cached = st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
@@ -106,3 +109,14 @@ st.markdown("**Check yourself**")
 for question, answer in step.questions:
     with st.expander(question):
         st.markdown(answer)
+
+report_of_page(
+    "Guided tour",
+    sc,
+    [
+        Section(
+            f"Tour step {step.title}",
+            text=plain(step.text) + " Check yourself: " + " ".join(f"{q} {plain(a)}" for q, a in step.questions),
+        )
+    ],
+)

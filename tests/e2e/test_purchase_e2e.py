@@ -135,3 +135,28 @@ def test_a_price_typed_in_the_editor_is_what_the_table_says_it_rests_on(server, 
         editing.press("Enter")
     expect(cells.nth(7)).to_have_text("$2.50 per GPU-hour: your price")
     assert cells.nth(6).inner_text() == "2.5" and "cmp_rent=mi325x%3A2.5" in page.url
+
+
+def test_the_compare_report_is_the_comparisons_not_the_sidebars_scenario(server, page, tmp_path):
+    """Issue 31: with MI300X and B200 compared, paid by buying, the report downloaded from the page is titled by the
+    comparison (not the sidebar's H100 scenario), leads with it, says how GPU-hours are paid for and cites both
+    accelerators' sources; its file name follows the title."""
+    page.set_viewport_size(TALL)
+    opened(page, server.url("compare?cmp_gpus=mi300x&cmp_gpus=b200&cmp_pay=buy"))
+    with page.expect_download() as info:
+        page.get_by_role("button", name=re.compile("Report")).click()
+    name = info.value.suggested_filename
+    path = tmp_path / name
+    info.value.save_as(path)
+    text = path.read_text(encoding="utf-8")
+    h1 = re.search(r"<h1>(.*?)</h1>", text).group(1)  # type: ignore[union-attr]
+    assert "AMD Instinct MI300X" in h1 and "NVIDIA B200" in h1 and "on 1 × NVIDIA H100" not in h1
+    assert name.startswith("compare-") and "h100" not in name
+    assert re.findall(r"<h2>(.*?)</h2>", text)[0] == "The comparison"
+    assert "Paid by buy" in text
+    from core.catalogue.catalogue import load_catalogue
+    from core.store import Store
+
+    cat = load_catalogue(Store(tmp_path / "c.duckdb"))
+    for g in ("mi300x", "b200"):
+        assert all(u.replace("&", "&amp;") in text for u in cat.gpu(g).sources), g
