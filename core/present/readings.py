@@ -41,7 +41,16 @@ def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
             f"Decode is **compute-bound** at this batch: {step['intensity']:.1f} FLOP/byte is past the ridge of {step['ridge']:.0f}. "
             "Adding sequences now adds queueing delay; lower-precision math or more GPUs raise the roof."
         )
-    if mm["bound"] == "memory":
+    sc = result.scenario
+    if sc.uses_speculation:  # the points are the plain decode step; a verify step processes k + 1 tokens of each sequence
+        q = sc.spec_draft_len + 1
+        verify = ridge_batch(sc, result)
+        lines.append(
+            f"These are the plain decode step's figures. With a {sc.spec_draft_len}-token draft, each verify step processes "
+            f"{q} tokens of every sequence: it runs at {result.intensity:,.1f} FLOP/byte"
+            + (f", and its matmuls reach the ridge at a batch of about **{verify:,}** (now {sc.batch:,})." if verify else ".")
+        )
+    elif mm["bound"] == "memory":
         lines.append(f"The decode matmuls need a batch of about **{mm['ridge_batch']:,}** to reach the ridge (now {mm['batch']}).")
     if attn is not None:
         lines.append(
@@ -81,12 +90,15 @@ def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, re
         parts.append(f"Memory holds at most {plural(cut, 'sequence')} at this context.")
     if rb is None:
         return " ".join(parts)
+    which = (
+        f"Verifying {scenario.spec_draft_len + 1} tokens of each sequence per step, the decode matmuls"
+        if scenario.uses_speculation
+        else "The decode matmuls"
+    )
     if cut is not None and rb > cut:
-        parts.append(
-            f"The decode matmuls would reach the ridge at batch {rb:,}, beyond the memory cut: memory, not compute, ends the free lunch."
-        )
+        parts.append(f"{which} would reach the ridge at batch {rb:,}, beyond the memory cut: memory, not compute, ends the free lunch.")
     else:
-        parts.append(f"The decode matmuls reach the ridge at batch {rb:,}; past it a larger batch mostly adds latency.")
+        parts.append(f"{which} reach the ridge at batch {rb:,}; past it a larger batch mostly adds latency.")
     return " ".join(parts)
 
 

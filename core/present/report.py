@@ -25,7 +25,7 @@ from core.present.exports import scenario_line, scenario_parts, titled
 from core.present.predicted import band_text, basis
 from core.present.readings import plain_reading
 from core.present.ridge_charts import ridge_chart
-from core.present.text import duration, plain, plural, si, web_link
+from core.present.text import duration, plain, plural, si, sig, web_link
 
 #: The modelling rules the numbers rest on, stated in the report.
 ASSUMPTIONS = (
@@ -83,6 +83,8 @@ def headline_figures(result: Ceiling) -> list[tuple[str, str]]:
     out = []
     for key, label, fmt in HEADLINES:
         value = getattr(result, key)
+        if key == "intensity" and result.scenario.uses_speculation:  # the step it is of, named
+            label = f"Verify step intensity ({result.scenario.spec_draft_len + 1} tokens of each sequence)"
         if key.startswith("tokens_per_s") and not result.fits:
             out.append((label, "does not fit"))
         elif value is None and key != "max_batch":
@@ -190,7 +192,8 @@ def report_html(
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>Roofline report: {e(heading)}</title>",
         "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#0f172a}"
-        "table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #cbd5e1;padding:4px 8px;text-align:left}"
+        "table{border-collapse:collapse;margin:1em 0;display:block;max-width:100%;overflow-x:auto}"
+        "td,th{border:1px solid #cbd5e1;padding:4px 8px;text-align:left;max-width:28em;overflow-wrap:anywhere}"
         "th{background:#f1f5f9}.num{text-align:right}.flag{color:#b45309}</style>",
         "</head><body>",
         f"<h1>Roofline report: {e(heading)}</h1>",
@@ -223,12 +226,12 @@ def report_html(
                     r["group"],
                     r["op"],
                     r["layers"],
-                    _scaled(r["flops"], 1e9, ",.3g"),
-                    _scaled(r["weight_bytes"], 1e6, ",.4g"),
-                    _scaled(r["kv_bytes"], 1e6, ",.4g"),
+                    _scaled(r["flops"], 1e9, 3),
+                    _scaled(r["weight_bytes"], 1e6),
+                    _scaled(r["kv_bytes"], 1e6),
                     "n/a" if r["intensity"] is None else f"{r['intensity']:,.1f}",
                     r["bound"],
-                    f"{r['time_s'] * 1e6:,.4g}",
+                    sig(r["time_s"] * 1e6, 4),
                     f"{r['share']:.1%}",
                 )
                 for r in ops.iter_rows(named=True)
@@ -265,7 +268,7 @@ def _cell(value: Any) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "—"
     if isinstance(value, float):
-        return f"{value:,.4g}" if abs(value) < 1e15 else f"{value:.4g}"
+        return sig(value, 4)  # as people write numbers: 21,380 and 0.00123, never 2.138e+04
     if isinstance(value, list | tuple):
         return ", ".join(_cell(v) for v in value)
     return str(value)
@@ -299,9 +302,10 @@ def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:
     return f"<table>{head}{body}</table>"
 
 
-def _scaled(value: float | None, unit: float, fmt: str) -> str:
-    """A table cell in reading units; an em dash where the row has no such figure (the all-reduce row moves no HBM bytes of its own)."""
-    return "—" if value is None else format(value / unit, fmt)
+def _scaled(value: float | None, unit: float, digits: int = 4) -> str:
+    """A table cell in reading units, as people write numbers (1,074, not 1.074e+03); an em dash where the row has no such
+    figure (the all-reduce row moves no HBM bytes of its own)."""
+    return "—" if value is None else sig(value / unit, digits)
 
 
 def _source(url: str) -> str:

@@ -30,3 +30,37 @@ def test_a_report_without_a_subject_is_the_scenarios_as_before(cat):
     assert "<h1>Roofline report: Llama 3.1 8B on 1 × NVIDIA H100 SXM5 80GB</h1>" in page
     assert re.findall(r"<h2>(.*?)</h2>", page)[:3] == ["Scenario", "Headline figures", "The scenario on its roofline"]
     assert "The page's other accelerators" not in page
+
+
+def test_report_numbers_are_written_as_people_write_them(cat):
+    import polars as pl
+
+    table = pl.DataFrame({"accelerator": ["x"], "tokens/s": [21380.123], "GB": [10743.3], "share": [0.000123]})
+    page = report_html(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b"), sections=[Section("T", table=table)])
+    assert "21,380" in page and "10,743" in page and "0.0001230" in page
+    assert not re.search(r"\d\.\d+e[+-]\d\d", re.sub(r"<svg.*?</svg>", "", page, flags=re.S))  # no 2.138e+04 outside the charts
+
+
+def test_the_calculator_reports_sentences_agree_on_which_step_they_mean(cat):
+    """Issue 31: with a 4-token draft at batch 16, the headline's intensity is the verify step's (5 tokens of each sequence),
+    the reading gives the plain decode step's and then the verify step's with the same figure, and both sentences that
+    say where the matmuls reach the ridge give the same batch: the verify step's, ceil(ridge x 2 bytes / (2 x 5))."""
+    import math
+
+    from core.model.ceilings import ceiling
+    from core.model.roofline import operating_points
+    from core.plan.planning import frontier
+    from core.present.readings import frontier_reading, plain_reading
+
+    sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=16, spec_draft_len=4, spec_draft_model="llama-3.2-1b")
+    r = ceiling(cat, sc)
+    page = report_html(cat, sc, page="Ceiling calculator")
+    assert f"Verify step intensity (5 tokens of each sequence)</td><td>{r.intensity:,.1f} FLOP/byte" in page
+    reading = plain_reading(operating_points(cat, sc), r)
+    verify = math.ceil(r.ridge * 2 / (2 * 5))
+    assert (
+        f"it runs at {r.intensity:,.1f} FLOP/byte, and its matmuls reach the ridge at a batch of about **{verify:,}** (now 16)" in reading
+    )
+    assert f"Verifying 5 tokens of each sequence per step, the decode matmuls reach the ridge at batch {verify:,}" in frontier_reading(
+        cat, sc, frontier(cat, sc, result=r), result=r
+    )
