@@ -83,6 +83,20 @@ POLL_MS = 50
 SERVER_START_S = 180
 
 
+def custom_gpu_row(**changes: Any) -> dict[str, Any]:
+    """A custom accelerator's row as the catalogue form gives it (64 GB, 2 TB/s, 500 TFLOP/s bf16), with `changes`."""
+    return {
+        "id": "my-chip",
+        "name": "My chip",
+        "vendor": "Me",
+        "form_factor": "custom",
+        "memory_bytes": 64e9,
+        "bandwidth_bytes_per_s": 2e12,
+        "peak_bf16": 500e12,
+        "sources": "https://example.com/sheet",
+    } | changes
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

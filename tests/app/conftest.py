@@ -52,3 +52,18 @@ def chart_frames(at: AppTest) -> list[pl.DataFrame]:
             table = pa.ipc.open_stream(io.BytesIO(ds.data.data)).read_all()
             frames.append(pl.from_arrow(table))
     return frames
+
+
+@pytest.fixture
+def own_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A store of this test's own (the session's may hold datasets and entries by now); the app's cached store is reopened
+    around it."""
+    from core.store import get_store
+    from pages.shared import data
+
+    db = tmp_path / "own.duckdb"
+    monkeypatch.setenv("ROOFLINE_DB", str(db))
+    data.store.clear()
+    yield db
+    get_store(db).close()
+    data.store.clear()

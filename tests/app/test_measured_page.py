@@ -25,16 +25,9 @@ def dataset(private_store):
 
 
 @pytest.fixture
-def empty_store(tmp_path, monkeypatch):
-    """A store of its own with no dataset (the session's store may hold some by now); the app's cached store is reopened around it."""
-    from pages.shared import data
-
-    db = tmp_path / "empty.duckdb"
-    monkeypatch.setenv("ROOFLINE_DB", str(db))
-    data.store.clear()
-    yield db
-    get_store(db).close()
-    data.store.clear()
+def empty_store(own_store):
+    """A store of its own with no dataset (the session's store may hold some by now)."""
+    return own_store
 
 
 def test_empty_store_shows_the_import_form_and_an_empty_state(open_page, empty_store):

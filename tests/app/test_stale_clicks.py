@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
-
 from core.catalogue.catalogue import add_custom_accelerator, load_catalogue
 from core.catalogue.seed import accelerator_from_row
 from core.present.text import escape_markdown
 from core.store import get_store
+from tests.helpers import custom_gpu_row
 
 
 def _chip(i: str) -> object:
-    row = {"id": f"chip-{i}", "name": f"Chip {i}", "vendor": "Me", "form_factor": "custom", "memory_bytes": 64e9}
-    return accelerator_from_row({**row, "bandwidth_bytes_per_s": 2e12, "peak_bf16": 5e14, "sources": "user-entered"})
-
-
-@pytest.fixture
-def own_store(tmp_path, monkeypatch):
-    from pages.shared import data
-
-    db = tmp_path / "own.duckdb"
-    monkeypatch.setenv("ROOFLINE_DB", str(db))
-    data.store.clear()
-    yield db
-    get_store(db).close()
-    data.store.clear()
+    return accelerator_from_row(custom_gpu_row(id=f"chip-{i}", name=f"Chip {i}", sources="user-entered"))
 
 
 def _custom(db) -> list[str]:  # type: ignore[no-untyped-def]

@@ -15,7 +15,7 @@ from core.catalogue.seed import CatalogueError, accelerator_from_row
 from core.evidence.importers import ImportContext, ImportFileError, dataset_rows, delete_dataset, import_file, list_datasets, rename_dataset
 from core.store import SEED, ReadOnlyError, SessionStore, Store, StoreError, is_session_dataset
 from core.store.schema import migrate, refresh_reference
-from tests.helpers import FIXTURES, ROOT
+from tests.helpers import FIXTURES, ROOT, custom_gpu_row
 
 
 @pytest.fixture
@@ -27,16 +27,7 @@ def seed_copy(tmp_path: Path) -> Path:
 
 
 def _custom_gpu() -> dict:
-    return {
-        "id": "my-chip",
-        "name": "My chip",
-        "vendor": "Me",
-        "form_factor": "custom",
-        "memory_bytes": 64e9,
-        "bandwidth_bytes_per_s": 2e12,
-        "peak_bf16": 500e12,
-        "sources": "https://example.com/sheet",
-    }
+    return custom_gpu_row()
 
 
 def test_first_open_creates_the_file_records_migrations_and_loads_the_seed(tmp_path):

@@ -11,21 +11,13 @@ from core.present.report import report_html
 from core.present.tables import accelerator_table
 from core.present.text import web_link
 from core.store import Store
+from tests.helpers import custom_gpu_row
 
 HOSTILE = "javascript:alert(document.domain)"
 
 
 def _chip(sources: str) -> dict:
-    return {
-        "id": "my-chip",
-        "name": "My chip",
-        "vendor": "Me",
-        "form_factor": "custom",
-        "memory_bytes": 64e9,
-        "bandwidth_bytes_per_s": 2e12,
-        "peak_bf16": 500e12,
-        "sources": sources,
-    }
+    return custom_gpu_row(sources=sources)
 
 
 @pytest.mark.parametrize(
