@@ -21,16 +21,22 @@ if presenting():  # the headline figures lead; the filters fold away
     k3.metric("Vendors", f"{cat.gpus['vendor'].n_unique():,}", help="Of the accelerators.")
 else:
     st.caption("Every accelerator figure is the vendor's dense peak in decimal units, with its source; every model is its own config.json.")
-for line in cat.unreadable:  # stored by an older version before shape fields were bounded: left out, not deleted
-    st.warning(f"Custom model left out: {escape_markdown(line)}. Delete it and add its config.json again.", icon=":material/warning:")
+for line in cat.unreadable:  # stored by an older version before these were bounded: left out, not deleted
+    if line.startswith("measured profile"):
+        st.warning(f"Left out: {escape_markdown(line)}.", icon=":material/warning:")
+    else:
+        st.warning(f"Custom model left out: {escape_markdown(line)}. Delete it and add its config.json again.", icon=":material/warning:")
 
 tab_gpus, tab_models, tab_custom, tab_probe = st.tabs(
     [
-        ":material/memory: Accelerators",
-        ":material/neurology: Models",
-        ":material/add_circle: Add your own",
-        ":material/speed: Measured roofs",
-    ]
+        "Accelerators",  # plain names: the link carries the tab's name (cat_tab=Models)
+        "Models",
+        "Add your own",
+        "Measured roofs",
+    ],
+    key="cat_tab",
+    bind="query-params",  # the link opens the tab shown
+    on_change="rerun",
 )
 
 with tab_gpus:

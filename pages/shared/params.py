@@ -114,6 +114,7 @@ LINKS: tuple[Link, ...] = (
     Link("ms_refit", ("measured",), toggle=True, older=("ms_calibrate",)),
     Link("ms_view", ("measured",), shown=MEASURED_VIEWS),
     Link("ms_dataset", ("measured",)),
+    Link("cat_tab", ("catalogue",)),
     Link("cat_gpu_search", ("catalogue",)),
     Link("cat_gpu_vendor", ("catalogue",), many=True),
     Link("cat_gpu_form", ("catalogue",), many=True),

@@ -43,3 +43,10 @@ def test_a_rent_price_above_the_scenarios_bound_is_named_not_raised(open_page):
     """cmp_rent=h100-sxm:5000 is above the 1,000 $/GPU-hour a scenario takes: one warning, the published price used."""
     at = open_page("compare", cmp_gpus=["h100-sxm", "mi300x"], cmp_rent=["h100-sxm:5000", "mi300x:2.5"])
     assert "cmp_rent: 1 value is not an accelerator id and a price above 0 and at most 1,000 US dollars" in _warnings(at)
+
+
+@pytest.mark.parametrize("value", ["nan,1,0.0004", "inf,1,0", "0.8,nan,inf"])
+def test_an_older_links_calibration_with_non_finite_factors_is_named_and_ignored(open_page, value):
+    """cal= (an earlier version's calibration) with NaN or infinite factors: named and ignored, never a ValidationError."""
+    at = open_page("home", cal=value)
+    assert any("is a calibration of an earlier version" in w.value for w in at.warning)

@@ -77,6 +77,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "ms_refit": (["false"], False),
     "ms_view": (["Your datasets"], "yours"),
     "ms_dataset": (["H100 and A100 decode (#1)"], "H100 and A100 decode (#1)"),
+    "cat_tab": (["Models"], "Models"),
     "cat_gpu_search": (["mi3"], "mi3"),
     "cat_gpu_vendor": (["AMD", "Intel"], ["AMD", "Intel"]),
     "cat_gpu_form": (["OAM"], ["OAM"]),

@@ -19,7 +19,8 @@ MAIN = "[data-testid='stMain']"
 
 def _open_forms(server, page):  # type: ignore[no-untyped-def]
     opened(page, server.url("catalogue"))
-    page.locator(MAIN).get_by_role("tab", name="Add your own").click()
+    with rerun(page):  # a tab is bound to the link: choosing one reruns the page
+        page.locator(MAIN).get_by_role("tab", name="Add your own").click()
     forms = page.locator(MAIN).locator("[data-testid='stForm']")
     expect(forms.nth(0).get_by_role("button", name="Add accelerator")).to_be_visible()
     expect(forms.nth(1).get_by_role("button", name="Add model")).to_be_visible()

@@ -7,7 +7,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers import SEED, opened, screenshot
+from tests.helpers import SEED, opened, rerun, screenshot
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,7 +40,8 @@ def test_catalogue_lists_accelerators_and_models_with_sources(server, page):
     page.get_by_role("textbox", name="Search accelerators").press("Enter")
     page.get_by_text(f"3 of {len(accelerators)} accelerators").wait_for()
     screenshot(page, "catalogue-accelerators")
-    page.get_by_role("tab", name="Models").click()
+    with rerun(page):  # a tab is bound to the link: choosing one reruns the page
+        page.get_by_role("tab", name="Models").click()
     page.get_by_text(f"of {len(models)} models").wait_for()
     screenshot(page, "catalogue-models")
 
@@ -52,7 +53,8 @@ def test_adding_a_custom_model_from_config_json(server, page, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     opened(page, server.url("catalogue"))
-    page.get_by_role("tab", name="Add your own").click()
+    with rerun(page):  # a tab is bound to the link: choosing one reruns the page
+        page.get_by_role("tab", name="Add your own").click()
     page.get_by_role("textbox", name="Name").nth(1).fill("Tiny Llama E2E")
     page.get_by_role("tabpanel", name="Add your own").locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
     page.get_by_role("button", name="Add model").click()
@@ -68,7 +70,8 @@ def test_a_config_missing_a_field_is_refused_naming_it(server, page, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     opened(page, server.url("catalogue"))
-    page.get_by_role("tab", name="Add your own").click()
+    with rerun(page):  # a tab is bound to the link: choosing one reruns the page
+        page.get_by_role("tab", name="Add your own").click()
     page.get_by_role("textbox", name="Name").nth(1).fill("Broken")
     page.get_by_role("tabpanel", name="Add your own").locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
     page.get_by_role("button", name="Add model").click()

@@ -15,14 +15,15 @@ from core.present.text import si
 from core.probe.document import ProbeDocument
 from core.probe.methods import run_probe
 from core.store import Store
-from tests.helpers import metric, opened, screenshot
+from tests.helpers import metric, opened, rerun, screenshot
 from tests.probe_docs import SmallNumpyBackend, probe_document
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def _upload_probe(page, path) -> None:  # type: ignore[no-untyped-def]
-    page.get_by_role("tab", name="Measured roofs").click()
+    with rerun(page):  # a tab is bound to the link: choosing one reruns the page
+        page.get_by_role("tab", name="Measured roofs").click()
     panel = page.get_by_role("tabpanel", name="Measured roofs")
     panel.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
     panel.get_by_role("button", name="Import probe").click()
