@@ -40,7 +40,7 @@ def test_empty_store_shows_the_import_form_and_an_empty_state(open_page, empty_s
 
 def test_measured_page_shows_ratio_mbu_and_flags_the_impossible_row(open_page, dataset, private_store):
     """The table holds each measurement's ceiling (checked against core.model.ceilings.evaluate) and flags row 11."""
-    at = open_page("measured", ms_view="Your datasets")
+    at = open_page("measured", ms_view="Your datasets", ms_dataset=f"H100 and A100 decode (#{dataset})")
     assert not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value  # the comparison table (the fit table is the second)
     table = pl.from_pandas(table) if not isinstance(table, pl.DataFrame) else table
@@ -64,7 +64,7 @@ def test_measured_page_shows_ratio_mbu_and_flags_the_impossible_row(open_page, d
 def test_the_refit_predicts_the_rows_better_and_says_how_much(open_page, dataset):
     """generic.csv was generated at 82% bandwidth, 70% compute and 0.4 ms per step: refitted per accelerator, each
     refit rests on its 5 rows under the ceiling (the impossible row left out) and predicts them within 5%."""
-    at = open_page("measured", ms_view="Your datasets")
+    at = open_page("measured", ms_view="Your datasets", ms_dataset=f"H100 and A100 decode (#{dataset})")
     fit = at.dataframe[1].value
     fit = pl.from_pandas(fit) if not isinstance(fit, pl.DataFrame) else fit
     for gpu in ("h100-sxm", "a100-80gb-sxm"):
@@ -78,7 +78,7 @@ def test_the_refit_predicts_the_rows_better_and_says_how_much(open_page, dataset
 
 def test_charts_draw_the_flagged_point_apart_and_the_empirical_roof(open_page, dataset):
     """Chart data: the above-ceiling point carries status 'above ceiling'; the refit's empirical roof sits under the datasheet's."""
-    at = open_page("measured", ms_view="Your datasets")
+    at = open_page("measured", ms_view="Your datasets", ms_dataset=f"H100 and A100 decode (#{dataset})")
     frames = chart_frames(at)
     roofs = next(f for f in frames if "roof" in f.columns)
     assert {"datasheet", "empirical"} <= set(roofs["roof"].to_list())
@@ -90,7 +90,7 @@ def test_charts_draw_the_flagged_point_apart_and_the_empirical_roof(open_page, d
 
 def test_turning_the_refit_off_shows_its_empty_state(open_page, dataset):
     """With the toggle off there is no refit table, and the page says how to get one."""
-    at = open_page("measured", ms_view="Your datasets")
+    at = open_page("measured", ms_view="Your datasets", ms_dataset=f"H100 and A100 decode (#{dataset})")
     at.toggle(key="ms_refit").set_value(False).run()
     assert not at.exception
     assert any("The refit is off" in i.value for i in at.info)
