@@ -206,7 +206,7 @@ def chosen_prices(prices: pl.DataFrame, gpu: str, kind: str, rates: str = "on-de
         present = set(rows["basis"].to_list())
         bases = next((t for t in BUY_TIERS if present & set(t)), BUY_TIERS[0])
     rows = rows.filter(pl.col("basis").is_in(list(bases)))
-    used = rows.with_columns(pl.col("provider").map_elements(seller, return_dtype=pl.String).alias("seller"))
+    used = rows.with_columns(pl.col("provider").str.split(" (").list.first().str.strip_chars().alias("seller"))  # as `seller`
     used = used.sort("usd", "as_of").group_by("seller", maintain_order=True).first().drop("seller")
     present_bases = tuple(b for b in bases if b in set(used["basis"].to_list()))
     return used.sort("as_of"), present_bases
