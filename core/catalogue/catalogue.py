@@ -28,7 +28,7 @@ from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PREC
 from core.catalogue.prices import PRICE_SCHEMA, PriceUsed, price_used
 from core.catalogue.reference import REFERENCE_SCHEMA
 from core.catalogue.seed import CatalogueError, accelerator_frame
-from core.catalogue.specs import BANDWIDTH_RANGE, PEAK_FLOPS_RANGE, Accelerator, ModelRecord
+from core.catalogue.specs import Accelerator, ModelRecord, outside_bounds
 
 
 class UnknownIdError(KeyError):
@@ -276,14 +276,8 @@ def _profiles_out_of_bounds(rows: pl.DataFrame) -> dict[int, str]:
     if rows.is_empty():
         return out
     for row in rows.iter_rows(named=True):
-        problems = []
-        bw = row["bandwidth_bytes_per_s"]
-        if bw is not None and not (BANDWIDTH_RANGE[0] <= bw <= BANDWIDTH_RANGE[1]):
-            problems.append(f"bandwidth {bw:.3g} B/s is outside 1 GB/s to 50 TB/s")
-        for p in MEASURED_PRECISIONS:
-            v = row.get(f"peak_{p}")
-            if v is not None and not (PEAK_FLOPS_RANGE[0] <= v <= PEAK_FLOPS_RANGE[1]):
-                problems.append(f"{p} peak {v:.3g} FLOP/s is outside 10 GFLOP/s to 50 PFLOP/s")
+        peaks = {p: row.get(f"peak_{p}") for p in MEASURED_PRECISIONS}
+        problems = outside_bounds(row["bandwidth_bytes_per_s"], peaks, bandwidth_label="bandwidth", peak_label="{} peak", exact=False)
         if problems:
             out[row["id"]] = "; ".join(problems) + " (left out; delete it on the Catalogue page's Measured roofs tab)"
     return out

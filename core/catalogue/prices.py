@@ -185,10 +185,10 @@ class PriceUsed:
         return self.months_old is not None and self.months_old > STALE_MONTHS
 
 
-def seller(provider: str) -> str:
+def seller(provider: pl.Expr) -> pl.Expr:
     """Who sells: the provider's name before any parenthesis ("NVIDIA (reported by PC Gamer)" -> "NVIDIA"), so that one seller
     quoted by two pages, or with two instance sizes, is one seller."""
-    return provider.split(" (", 1)[0].strip()
+    return provider.str.split(" (").list.first().str.strip_chars()
 
 
 def _words(bases: Sequence[str], n: int) -> str:
@@ -206,7 +206,7 @@ def chosen_prices(prices: pl.DataFrame, gpu: str, kind: str, rates: str = "on-de
         present = set(rows["basis"].to_list())
         bases = next((t for t in BUY_TIERS if present & set(t)), BUY_TIERS[0])
     rows = rows.filter(pl.col("basis").is_in(list(bases)))
-    used = rows.with_columns(pl.col("provider").str.split(" (").list.first().str.strip_chars().alias("seller"))  # as `seller`
+    used = rows.with_columns(seller(pl.col("provider")).alias("seller"))
     used = used.sort("usd", "as_of").group_by("seller", maintain_order=True).first().drop("seller")
     present_bases = tuple(b for b in bases if b in set(used["basis"].to_list()))
     return used.sort("as_of"), present_bases
@@ -259,7 +259,7 @@ def price_used(
         stale=bool(undated) or (age is not None and age > STALE_MONTHS),
         undated=undated,
         sources=list(dict.fromkeys(rows["source_url"].to_list())),
-        providers=list(dict.fromkeys(seller(p) for p in rows["provider"].to_list())),
+        providers=list(dict.fromkeys(rows.select(seller(pl.col("provider")))["provider"].to_list())),
         bases=bases,
         left_out=left,
     )

@@ -28,6 +28,32 @@ BANDWIDTH_RANGE = (1e9, 5e13)  # 1 GB/s (a probed laptop CPU) .. 50 TB/s
 PEAK_FLOPS_RANGE = (1e10, 5e16)  # 10 GFLOP/s (a probed CPU's fp32) .. 50 PFLOP/s
 POWER_RANGE = (5.0, 3000.0)  # W
 SLUG = r"^[a-z0-9][a-z0-9.\-]*$"
+
+
+def outside_bounds(
+    bandwidth: float | None,
+    peaks: dict[str, float | None],
+    *,
+    bandwidth_label: str = "bandwidth_bytes_per_s",
+    peak_label: str = "peak_flops.{}",
+    exact: bool = True,
+) -> list[str]:
+    """What of a measured bandwidth and peaks (a probe's) lies outside the physical bounds every accelerator has
+    (BANDWIDTH_RANGE, PEAK_FLOPS_RANGE), in words, each named by its label; empty when all are inside. NaN is outside.
+    `exact`: the bounds in B/s and FLOP/s as well as in words."""
+    problems = []
+    lo, hi = BANDWIDTH_RANGE
+    if bandwidth is not None and not lo <= bandwidth <= hi:
+        span = f"{lo:.0e} to {hi:.0e} B/s (1 GB/s to 50 TB/s)" if exact else "1 GB/s to 50 TB/s"
+        problems.append(f"{bandwidth_label} {bandwidth:.3g} B/s is outside {span}")
+    lo, hi = PEAK_FLOPS_RANGE
+    for prec, value in peaks.items():
+        if value is not None and not lo <= value <= hi:
+            span = f"{lo:.0e} to {hi:.0e} FLOP/s (10 GFLOP/s to 50 PFLOP/s)" if exact else "10 GFLOP/s to 50 PFLOP/s"
+            problems.append(f"{peak_label.format(prec)} {value:.3g} FLOP/s is outside {span}")
+    return problems
+
+
 #: How a list of sources is written in one seed or store cell.
 SOURCE_SEPARATOR = " ; "
 

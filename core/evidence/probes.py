@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from core.catalogue import bounded_json
 from core.catalogue.catalogue import MEASURED_PRECISIONS, Catalogue, load_catalogue
 from core.catalogue.seed import accelerator_frame
-from core.catalogue.specs import BANDWIDTH_RANGE, PEAK_FLOPS_RANGE, Accelerator
+from core.catalogue.specs import Accelerator, outside_bounds
 from core.evidence.matching import NoMatchError, match_accelerator
 from core.probe.document import SCHEMA, ProbeDocument
 from core.store.paths import read_sql
@@ -69,20 +69,6 @@ def parse_probe(data: bytes, file_name: str = "probe.json") -> ProbeDocument:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:50] or "device"
-
-
-def out_of_bounds(bandwidth: float | None, peaks: dict[str, float | None]) -> list[str]:
-    """What of a probe's figures lies outside the physical bounds the catalogue's accelerators have (core.catalogue.specs:
-    bandwidth 1 GB/s to 50 TB/s, peaks 10 GFLOP/s to 50 PFLOP/s), in words; empty when all are inside."""
-    problems = []
-    lo, hi = BANDWIDTH_RANGE
-    if bandwidth is not None and not lo <= bandwidth <= hi:
-        problems.append(f"bandwidth_bytes_per_s {bandwidth:.3g} B/s is outside {lo:.0e} to {hi:.0e} B/s (1 GB/s to 50 TB/s)")
-    lo, hi = PEAK_FLOPS_RANGE
-    for prec, value in peaks.items():
-        if value is not None and not lo <= value <= hi:
-            problems.append(f"peak_flops.{prec} {value:.3g} FLOP/s is outside {lo:.0e} to {hi:.0e} FLOP/s (10 GFLOP/s to 50 PFLOP/s)")
-    return problems
 
 
 def accelerator_from_probe(doc: ProbeDocument, cat: Catalogue) -> Accelerator:
@@ -138,7 +124,7 @@ def target(doc: ProbeDocument, cat: Catalogue, gpu: str | None) -> str | None:
 def import_probe(store: Any, data: bytes, file_name: str = "probe.json", *, gpu: str | None = None) -> ProbeImport:
     """Store a probe file as a measured profile (one transaction); ProbeFileError, NoMatchError otherwise."""
     doc = parse_probe(data, file_name)
-    for problem in out_of_bounds(doc.summary.bandwidth_bytes_per_s, {str(p): v for p, v in doc.summary.peak_flops.items()}):
+    for problem in outside_bounds(doc.summary.bandwidth_bytes_per_s, {str(p): v for p, v in doc.summary.peak_flops.items()}):
         raise ProbeFileError(f"{file_name}: summary.{problem}; nothing was stored")
     sha = hashlib.sha256(data).hexdigest()
     dup = store.query("probe_profile_by_hash", file_sha256=sha)
