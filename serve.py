@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from pages.shared import warmup
 
@@ -32,6 +33,48 @@ from streamlit.web import cli  # noqa: E402
 
 #: How much of a file Starlette reads at a time when the server sends it (its default: 64 KiB).
 STATIC_READ_BYTES = 8 << 20
+
+
+def backend_base_script(base_url: str | None) -> str:
+    """A script for Streamlit's index.html that tells its frontend where the server is (window.__streamlit's
+    BACKEND_BASE_URL, the server's origin and base URL path): without it, a deep link such as /roofline first asks
+    /roofline/_stcore/health and /roofline/_stcore/host-config, in case the app is served under /roofline, and the
+    browser logs each 404 as a console error before the frontend asks the root."""
+    path = "/".join(p for p in (base_url or "").split("/") if p)
+    base = f"/{path}/" if path else "/"
+    return f'<script>window.__streamlit = {{...window.__streamlit, BACKEND_BASE_URL: location.origin + "{base}"}};</script>'
+
+
+def with_backend_base(index_html: str, base_url: str | None) -> str:
+    """Streamlit's index.html with backend_base_script first in its head (before the frontend's own script)."""
+    head = index_html.index("<head>") + len("<head>")
+    return index_html[:head] + backend_base_script(base_url) + index_html[head:]
+
+
+def serve_index_with_backend_base() -> None:
+    """Have Streamlit's static file handler send index.html (the page every link opens) with_backend_base."""
+    from starlette.responses import FileResponse, HTMLResponse
+    from streamlit.web.server.starlette import starlette_static_routes as routes
+
+    make = routes.create_streamlit_static_handler
+
+    def handler(directory: str, base_url: str | None) -> Any:
+        files = make(directory=directory, base_url=base_url)
+        index = Path(directory) / "index.html"
+        html = with_backend_base(index.read_text(encoding="utf-8"), base_url)
+        plain = files.get_response
+
+        async def get_response(path: str, scope: Any) -> Any:
+            response = await plain(path, scope)
+            if isinstance(response, FileResponse) and Path(response.path) == index:
+                return HTMLResponse(html, headers={"Cache-Control": response.headers.get("Cache-Control", "no-cache")})
+            return response
+
+        files.get_response = get_response
+        return files
+
+    routes.create_streamlit_static_handler = handler
+
 
 if __name__ == "__main__":
     from starlette.responses import FileResponse
@@ -61,6 +104,7 @@ if __name__ == "__main__":
     # p90 2.67 and 2.71 s against 2.94 and 2.79 s (benchmarks/browser.py, paired, 7 starts each);
     # tests/unit/test_serve.py checks that Starlette still reads by this setting.
     FileResponse.chunk_size = STATIC_READ_BYTES
+    serve_index_with_backend_base()
     app = str(Path(__file__).resolve().parent / "streamlit_app.py")
     sys.argv = ["streamlit", "run", app, *sys.argv[1:]]
     sys.exit(cli.main())

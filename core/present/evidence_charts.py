@@ -81,7 +81,9 @@ def ratio_chart(rows: pl.DataFrame, *, by: str = "framework", title: str = "", w
     return alt.layer(dots, line).properties(
         title=title or "Published measurements: share of their own ceiling (dashed: the ceiling)",
         width=width,
-        height=alt.Step(36) if groups else 120,
+        # its width follows the column, its height the rows (a row of dots 36 px): stretched, it is fitted in width only
+        height=36 * groups,
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
 
 
@@ -138,8 +140,9 @@ def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width:
             ),
             fill=alt.Fill(
                 "kind:N",
+                title="Prediction",
                 scale=alt.Scale(domain=["predicted (held out)", "datasheet ceiling"], range=["#2b6cb0", "transparent"]),
-                legend=None,
+                legend=alt.Legend(orient="bottom"),  # one legend with the colour's (the same field, title and place): filled or hollow
             ),
             tooltip=[
                 alt.Tooltip("id:N", title="Row"),

@@ -115,3 +115,34 @@ def test_no_page_fetches_anything_from_outside_this_machine(server, page):
     fonts = {urlparse(u).path.rsplit("/", 1)[-1] for urls in seen.values() for u in urls if u.endswith(".woff2")}
     assert any(f.startswith("MaterialSymbols") for f in fonts), fonts
     assert all(len(urls) > 10 for urls in seen.values())  # the log saw each page's scripts, styles and fonts
+
+
+#: Deep links a reviewer opens with the console showing: each page, the measured view (its charts), the roofline with
+#: overlays, the calculator with speculative decoding.
+CLEAN_LINKS = (
+    "roofline?rf_compare=b200,mi300x&rf_precisions=bf16,fp8",
+    "measured",
+    "calculator?spec_draft_len=4",
+    "ridges",
+    "compare",
+    "tour",
+)
+
+
+def test_a_deep_link_on_a_fresh_server_logs_nothing_to_the_console_and_gets_no_error_response(fresh_server, browser):
+    """No console error or warning (Vega's included) and no response of 400 or more: the frontend is told where the
+    server is (serve.py's script in index.html), so it no longer asks /<page>/_stcore/health and host-config first."""
+    context = browser.new_context(viewport={"width": 1600, "height": 1000})
+    logged: list[str] = []
+    failed: list[str] = []
+    for path in CLEAN_LINKS:
+        page = context.new_page()
+        page.on("console", lambda m: logged.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+        page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        opened(page, fresh_server.url(path))
+        page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']").first.wait_for()
+        page.wait_for_timeout(300)  # a warning Vega logs as it lays the chart out
+        page.close()
+    context.close()
+    assert not failed, failed
+    assert not logged, logged

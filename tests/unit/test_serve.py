@@ -71,3 +71,23 @@ def test_the_static_read_size_serve_sets_sends_streamlit_s_largest_bundle_in_one
     ours = _body_messages(largest, serve.STATIC_READ_BYTES)
     assert len(default) == -(-size // (64 * 1024)) and len(ours) == 1
     assert b"".join(m["body"] for m in default) == b"".join(m["body"] for m in ours) == largest.read_bytes()
+
+
+def test_index_html_tells_the_frontend_where_the_server_is():
+    """serve.py puts a script first in Streamlit's index.html head that sets window.__streamlit.BACKEND_BASE_URL to the
+    server's origin and base path, so a deep link's first request is the root's health check, not /<page>/... (404)."""
+    from streamlit import file_util
+
+    import serve
+
+    html = (Path(file_util.get_static_dir()) / "index.html").read_text(encoding="utf-8")
+    patched = serve.with_backend_base(html, None)
+    head = patched.index("<head>") + len("<head>")
+    assert patched[head:].startswith('<script>window.__streamlit = {...window.__streamlit, BACKEND_BASE_URL: location.origin + "/"};')
+    assert patched.replace(serve.backend_base_script(None), "") == html  # nothing else changed
+    assert 'location.origin + "/tools/roofline/"' in serve.backend_base_script("/tools/roofline/")
+    # the frontend still reads that name (a Streamlit upgrade that renames it would bring the 404s back)
+    bundles = (Path(file_util.get_static_dir()) / "static" / "js").glob("index.*.js")
+    assert any(
+        "BACKEND_BASE_URL" in b.read_text(encoding="utf-8") and "window.__streamlit" in b.read_text(encoding="utf-8") for b in bundles
+    )
