@@ -14,9 +14,9 @@ warmup.wait()
 from core.present.text import escape_markdown  # noqa: E402
 from core.store import StoreError  # noqa: E402
 from pages.shared.data import catalogue  # noqa: E402
-from pages.shared.params import hold_sidebar, note_refused_values, open_link, restore_sidebar  # noqa: E402
-from pages.shared.sidebar import scenario_sidebar, share_panel  # noqa: E402
-from pages.shared.ui import chip_rows  # noqa: E402
+from pages.shared.params import hold_sidebar, note_refused_values, open_link, presenting, restore_sidebar  # noqa: E402
+from pages.shared.sidebar import scenario_sidebar, share_panel, subject_line  # noqa: E402
+from pages.shared.ui import chip_rows, presentation_frame  # noqa: E402
 
 # The favicon ships with the app (sent to the browser inline): a ":material/..." page icon
 # is fetched from a font server on the internet, which an offline machine cannot reach.
@@ -63,9 +63,14 @@ if page is OVERVIEW_LINK:
 st.session_state["_page"] = page.url_path or "overview"
 open_link(cat, page)
 restore_sidebar(cat)
-notes = scenario_sidebar(cat)
+notes, line = scenario_sidebar(cat)
+# presentation mode gives the page the whole screen: the sidebar starts collapsed (its chevron opens it again)
+st.set_page_config(initial_sidebar_state="collapsed" if presenting() else "auto")
+if presenting():
+    presentation_frame()
 hold_sidebar()
 page.run()
+subject_line(line)
 for message in note_refused_values(cat):
     notes.warning(message, icon=":material/link_off:")
 share_panel(cat)

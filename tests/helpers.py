@@ -310,11 +310,25 @@ def metric(page: Any, label: str) -> str:
 SHARE_CODE = "[data-testid='stPopoverBody'] [data-testid='stCode']"
 
 
+def open_sidebar(page: Any) -> None:
+    """Open the sidebar as a user does where it is collapsed (presentation mode starts it so): its chevron, then wait
+    until it has slid into view."""
+    side = page.locator("[data-testid='stSidebar']")
+    if side.bounding_box() and side.bounding_box()["x"] + side.bounding_box()["width"] > 1:
+        return
+    page.locator("[data-testid='stExpandSidebarButton']").click()
+    page.wait_for_function(
+        "() => { const r = document.querySelector(\"[data-testid='stSidebar']\").getBoundingClientRect(); return r.left >= 0 && r.width > 100; }"
+    )
+    still(side)
+
+
 def share_link(page: Any, *, containing: str = "?") -> str:
     """The sidebar's share link as a user copies it: the "Share this view" popover opened (the browser draws the
     link only then), the link read once it holds `containing`, the popover closed again."""
     from playwright.sync_api import expect
 
+    open_sidebar(page)
     # by role: the visible button (Streamlit also keeps a hidden copy of a stretched popover's button)
     page.locator("[data-testid='stSidebar']").get_by_role("button", name="Share this view").click()
     code = page.locator(SHARE_CODE)

@@ -80,6 +80,28 @@ def log_axis(title: str, *, prefixed: bool = False, decades: bool = True, **opti
     return alt.Axis(title=title, labelExpr=f"{_DECADE} ? {text} : ''" if decades else text, **options)
 
 
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """Tick values for a log axis over [lo, hi] that label its whole range: 1-2-5 in each decade, 1-3 where that makes
+    more than ten, whole decades where that still does, 1-1.5-2-3-4-5-6-7-8-9 where it makes fewer than three (so no two labelled ticks are more than about
+    3x apart, and a range inside one decade still reads). lo and hi > 0."""
+    if not (0 < lo < hi and math.isfinite(hi)):
+        return []
+    first, last = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+
+    def within(steps: tuple[float, ...]) -> list[float]:
+        values = (float(f"{m * 10.0**d:.12g}") for d in range(first, last + 1) for m in steps)
+        return [v for v in values if lo <= v <= hi]
+
+    ticks = within((1.0, 2.0, 5.0))
+    if len(ticks) > 10:
+        ticks = within((1.0, 3.0))
+    if len(ticks) > 10:
+        ticks = within((1.0,))
+    elif len(ticks) < 3:
+        ticks = within((1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0))
+    return ticks
+
+
 #: The roofline's point labels (the points the shape legend does not name alone) and its marks' sizes (area, px²).
 LABELLED_POINTS = ("decode matmul", "decode attention", "prefill matmul", "decode step, expected")
 POINT_SIZE, RIDGE_SIZE, PATH_SIZE, PRODUCT_SIZE = 180, 60, 36, 70
@@ -100,6 +122,7 @@ def roofline_chart(
     height: int = 440,
     products: pl.DataFrame | None = None,
     batch: int | None = None,
+    legend: str = "bottom",
 ) -> alt.LayerChart:
     """Log-log roofline: roofs per accelerator and precision, ridges, operating points, their paths over the batch.
 
@@ -115,9 +138,13 @@ def roofline_chart(
     at `width` x `height` or wider; one with no clear place is left to the legend.
     The spec holds no figure of the batch: only its datasets change with it, so a
     page redrawing it for another batch updates the data of the chart in place.
+    `legend`: where the legends go, "bottom" (under the plot, side by side),
+    "stacked" (under the plot, one under another: a narrow column, where side by
+    side they would run past its edge) or "right" (beside it: presentation mode,
+    where the height is what the screen lacks).
     """
     layout, datasets = _roofline_parts(roofs, points, paths, products, width=width, height=height, batch=batch)
-    chart = _roofline_layers(*layout, width=width, height=height, products="products" in datasets, batch=batch is not None)
+    chart = _roofline_layers(*layout, width=width, height=height, products="products" in datasets, batch=batch is not None, legend=legend)
     return chart.properties(title=title, datasets=datasets)
 
 
@@ -131,13 +158,14 @@ def roofline_spec(
     height: int = 440,
     products: pl.DataFrame | None = None,
     batch: int | None = None,
+    legend: str = "bottom",
 ) -> dict[str, Any]:
     """roofline_chart's Vega-Lite spec, the same dict as `roofline_chart(...).to_dict(validate=False)`, made quicker:
     the layers depend only on the domains, the roof kinds and which datasets there are, so they are built once
     for each of those and only the datasets are new. `roofs` may be the backdrop made once of the roofs, paths and
     products (roofline_backdrop; `paths` and `products` are then not read): only the points and labels are new."""
     layout, datasets = _roofline_parts(roofs, points, paths, products, width=width, height=height, batch=batch)
-    base = json.loads(_roofline_base(*layout, width, height, "products" in datasets, batch is not None))
+    base = json.loads(_roofline_base(*layout, width, height, "products" in datasets, batch is not None, legend))
     return {**base, "title": title, "datasets": datasets}
 
 
@@ -151,8 +179,9 @@ def _roofline_base(
     height: int,
     products: bool,
     batch: bool,
+    legend: str,
 ) -> str:
-    layers = _roofline_layers(x_dom, y_dom, kinds, has_paths, width=width, height=height, products=products, batch=batch)
+    layers = _roofline_layers(x_dom, y_dom, kinds, has_paths, width=width, height=height, products=products, batch=batch, legend=legend)
     return json.dumps(layers.to_dict(validate=False))
 
 
@@ -296,14 +325,19 @@ def roofline_labels(
     """The roofline's text labels placed clear of one another, of every marker and of every line (core.present.label_layout).
 
     In order of priority: the labelled operating points, the datasheet ridges, the other ridges, the ends of the
-    decode matmul's batch path. Columns: text, kind ("point", "ridge", "other ridge", "path"), size (font px), bold,
+    decode matmul's batch path. A point drawn at several batches (the tour's decode matmuls from batch 1 to 1,024) is
+    named by its batch ("batch 64"), the legend naming the operation. Columns: text, kind ("point", "ridge", "other ridge", "path"), size (font px), bold,
     intensity and attainable_flops (the label's centre), anchor_intensity and anchor_flops (what it names). Labels
     with no clear place are absent (the legend names every ridge).
     """
     wanted: list[tuple[str, Label]] = []
-    for row in points.filter(pl.col("point").is_in(LABELLED_POINTS)).sort("point").iter_rows(named=True):
-        wanted.append(("point", Label(row["point"], row["intensity"], row["attainable_flops"], LABEL_FONT, False, _radius(POINT_SIZE))))
-    wanted += back.labels
+    labelled = points.filter(pl.col("point").is_in(LABELLED_POINTS)).sort("point", "batch")
+    repeated = set(labelled.filter(pl.col("point").is_duplicated())["point"].to_list())
+    for row in labelled.iter_rows(named=True):
+        text = f"batch {row['batch']:,}" if row["point"] in repeated else row["point"]
+        wanted.append(("point", Label(text, row["intensity"], row["attainable_flops"], LABEL_FONT, False, _radius(POINT_SIZE))))
+    named = {lb.text for _, lb in wanted}
+    wanted += [(kind, lb) for kind, lb in back.labels if not (kind == "path" and lb.text in named)]  # one "batch 1" only
     markers = [(x, y, _radius(POINT_SIZE)) for x, y in points.select("intensity", "attainable_flops").iter_rows()]
     markers += back.markers
     plot = Plot(x_dom, y_dom, float(width), float(height))
@@ -346,12 +380,14 @@ def _roofline_layers(
     height: int,
     products: bool = False,
     batch: bool = False,
+    legend: str = "bottom",
 ) -> alt.LayerChart:
+    orient: Any = "bottom" if legend == "stacked" else legend  # one of Vega-Lite's legend orients
     x = alt.X(
         "intensity",
         type="quantitative",
         scale=alt.Scale(type="log", domain=list(x_dom)),
-        axis=log_axis("Arithmetic intensity (FLOP/byte)"),
+        axis=log_axis("Arithmetic intensity (FLOP/byte)", labelFlush=True),  # "1M" at the plot's right edge stays inside it
     )
     y = alt.Y(
         "attainable_flops",
@@ -364,15 +400,15 @@ def _roofline_layers(
         type="nominal",
         title="Roof (its ridge)",
         scale=alt.Scale(range=ROOF_COLOURS),
-        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=420),
+        legend=alt.Legend(orient=orient, direction="vertical", labelLimit=420),
     )
-    below = alt.Legend(orient="bottom", direction="vertical")
+    below = alt.Legend(orient=orient, direction="vertical")
     dash = alt.StrokeDash(
         "roof",
         type="nominal",
         title="Roof kind",
         scale=alt.Scale(domain=list(kinds), range=[ROOF_DASHES[k] for k in kinds]),
-        legend=alt.Legend(orient="bottom", direction="vertical") if len(kinds) > 1 else None,
+        legend=alt.Legend(orient=orient, direction="vertical") if len(kinds) > 1 else None,
     )
     roof_layer = (
         alt.Chart(alt.NamedData(name="roofs"))
@@ -485,13 +521,20 @@ def _roofline_layers(
         )
     # the plot keeps its height; stretched to its column (Streamlit's width="stretch") only its width follows,
     # the legends below it; label places hold at `width` or wider (core.present.label_layout)
-    return alt.LayerChart(
+    chart = alt.LayerChart(
         layer=layers,
         resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")),
         width=width,
         height=height,
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
     )
+    if legend == "stacked":  # Vega lays the legends under the plot one under another, from its left edge
+        chart = chart.properties(config=alt.Config(legend=alt.LegendConfig(layout=STACKED_LEGENDS)))
+    return chart
+
+
+#: Vega's legend layout for legends under the plot one under another (Vega-Lite passes it on as an expression).
+STACKED_LEGENDS = alt.ExprRef(expr="{bottom: {direction: 'vertical', anchor: 'start'}}")
 
 
 def _decades(series: list[pl.Series], pad: float) -> tuple[float, float]:

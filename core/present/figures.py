@@ -11,7 +11,7 @@ Altair charts for Streamlit's Arrow path.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import altair as alt
@@ -45,8 +45,14 @@ from core.present.text import duration, plural, si
 
 Spec = dict[str, Any]
 
-#: (width, height) of the roofline on its page: normal and presentation mode.
-ROOFLINE_SIZES = {False: (760, 440), True: (1080, 620)}
+#: (width, height) of the roofline's plot on its page: normal and presentation mode. In presentation mode the legends
+#: stand beside the plot (the width of a 1280 px screen is what it has to spare, not the height: the headline and the
+#: chart fit one 1280 x 800 screen); stretched, the plot is as wide as the page leaves it, labels placed at this width.
+ROOFLINE_SIZES = {False: (760, 440), True: (760, 380)}
+#: The ridge charts' plot height in presentation mode (px): every accelerator's row shares it.
+RIDGE_PRESENT_PLOT = 420
+#: Where the roofline's legends go: normal and presentation mode.
+ROOFLINE_LEGEND = {False: "bottom", True: "right"}
 
 
 # -- roofline -------------------------------------------------------------------
@@ -131,14 +137,25 @@ class RooflineAt:
     operations: pl.DataFrame | None  # None for a frame of Play
 
 
-def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool = False, operations: bool = True) -> RooflineAt:
-    """The view at the scenario's batch (a batch of the sweep reads the view; another is evaluated)."""
+def roofline_at(
+    cat: Catalogue,
+    view: RooflineView,
+    sc: Scenario,
+    *,
+    big: bool = False,
+    operations: bool = True,
+    height: int | None = None,
+    legend: str | None = None,
+) -> RooflineAt:
+    """The view at the scenario's batch (a batch of the sweep reads the view; another is evaluated). `big`: presentation
+    mode's size and legends (ROOFLINE_SIZES, ROOFLINE_LEGEND); `height` (px) sets the plot's height instead, `legend`
+    the legends' place (core.present.charts.roofline_chart)."""
     if sc.batch in view.ladder:
         result, points = view.ladder[sc.batch], view.paths.filter(pl.col("batch") == sc.batch)
     else:
         result, points = ceiling(cat, sc), operating_points(cat, sc)
     points = with_expected(points, result)
-    width, height = ROOFLINE_SIZES[big]
+    width, plot_height = ROOFLINE_SIZES[big]
     # the title holds no batch (it is in the plot's corner, from the data): the spec stays the same from batch to batch
     chart = roofline_spec(
         view.backdrop or view.roofs,
@@ -146,12 +163,24 @@ def roofline_at(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool =
         view.paths,
         title=view.title,
         width=width,
-        height=height,
+        height=height or plot_height,
         products=view.products,
         batch=sc.batch,
+        legend=legend or ROOFLINE_LEGEND[big],
     )
     table = operations_display(operation_table(cat, sc, communication=True)) if operations else None
     return RooflineAt(result, points, chart, plain_reading(points, result), table)
+
+
+def overview_roofline(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool) -> RooflineAt:
+    """The overview's roofline. In its 3:5 column (a 1280 px screen gives it about 490 px) the legends go one under
+    another; in presentation mode (`big`) beside a plot low enough for the two rows of figures above it."""
+    legend = "right" if big else "stacked"
+    shown = roofline_at(cat, view, sc, operations=False, big=big, height=280 if big else None, legend=legend)
+    if big:
+        return shown
+    # the title on two lines at its " · " (whole, where on one line the narrow column would cut it with an ellipsis)
+    return replace(shown, chart={**shown.chart, "title": view.title.split(" · ", 1)})
 
 
 #: The roofline's point for the predicted decode step (core.present.charts.POINT_SHAPES draws it as a star).
@@ -228,10 +257,18 @@ def ridge_view(
         table["ridge_batch"].alias("compute-bound from batch"),
     )
     width = 1000 if big else 640
-    chart = ridge_chart(table, intensity, highlight=highlight, title=f"Ridge points at {precision} (dense)", batch=batch, width=width)
+    fit = RIDGE_PRESENT_PLOT if big else None  # presentation mode: the rows share a plot the 1280 x 800 screen has room for
+    chart = ridge_chart(
+        table, intensity, highlight=highlight, title=f"Ridge points at {precision} (dense)", batch=batch, width=width, fit=fit
+    )
     grouped = ridge_points(gpus).filter(pl.col("precision").is_in(GROUP_PRECISIONS))
     groups = ridge_precision_chart(
-        grouped, intensity, highlight=highlight, title=f"Ridge points by precision ({', '.join(GROUP_PRECISIONS)})", width=width
+        grouped,
+        intensity,
+        highlight=highlight,
+        title=f"Ridge points by precision ({', '.join(GROUP_PRECISIONS)})",
+        width=width,
+        fit=fit,
     )
     undated = int(table["year"].is_null().sum())
     return RidgeView(table, intensity, shown, chart.to_dict(validate=False), groups.to_dict(validate=False), undated)

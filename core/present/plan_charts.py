@@ -6,13 +6,14 @@ orange is compute. Log scales only ever see values > 0 (core.present.charts.posi
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import altair as alt
 import polars as pl
 
 from core.plan.planning import COMPONENTS, MEMORY_SEGMENTS
-from core.present.charts import ACCELERATOR_COLOURS, BOUND_SCALE, COMPUTE_COLOUR, MEMORY_COLOUR, SI_FORMAT, positive
+from core.present.charts import ACCELERATOR_COLOURS, BOUND_SCALE, COMPUTE_COLOUR, MEMORY_COLOUR, SI_FORMAT, log_ticks, positive
 
 COMPONENT_SCALE = alt.Scale(
     domain=list(COMPONENTS), range=[MEMORY_COLOUR, "#6baed6", "#c6dbef", COMPUTE_COLOUR, "#6b46c1", "#0d9488", "#a0aec0"]
@@ -89,7 +90,9 @@ def frontier_chart(front: pl.DataFrame, *, title: str = "", width: int = 760, he
     """Tokens/s per user against tokens/s in total, one point per batch that fits (log-log).
 
     The current batch is ringed and labelled; the ridge batch is labelled
-    when it fits. `front` comes from core.plan.planning.frontier.
+    when it fits. `front` comes from core.plan.planning.frontier. A batch's label
+    that would touch another label at `width` x `height` is left to the tooltip
+    (_clear_labels).
     """
     data = positive(front.filter(pl.col("fits")), "tokens_per_s_total", "tokens_per_s_per_user").with_columns(
         pl.when(pl.col("is_cut"))
@@ -97,15 +100,16 @@ def frontier_chart(front: pl.DataFrame, *, title: str = "", width: int = 760, he
         .otherwise(pl.format("batch {}", pl.col("batch")))
         .alias("label")
     )
+    x_dom, y_dom = _padded(data["tokens_per_s_total"], 1.6), _padded(data["tokens_per_s_per_user"], 1.3)
     x = alt.X(
         "tokens_per_s_total:Q",
-        scale=alt.Scale(type="log", domain=_padded(data["tokens_per_s_total"], 1.6)),
-        axis=alt.Axis(format=SI_FORMAT, title="tokens/s in total (log)"),
+        scale=alt.Scale(type="log", domain=x_dom, nice=False),
+        axis=alt.Axis(format=SI_FORMAT, title="tokens/s in total (log)", values=log_ticks(*x_dom)),
     )
     y = alt.Y(
         "tokens_per_s_per_user:Q",
-        scale=alt.Scale(type="log", domain=_padded(data["tokens_per_s_per_user"], 1.3)),
-        axis=alt.Axis(format=SI_FORMAT, title="tokens/s per user (log)"),
+        scale=alt.Scale(type="log", domain=y_dom, nice=False),
+        axis=alt.Axis(format=SI_FORMAT, title="tokens/s per user (log)", values=log_ticks(*y_dom)),
     )
     tips = [
         alt.Tooltip("batch:Q", title="Batch"),
@@ -120,19 +124,87 @@ def frontier_chart(front: pl.DataFrame, *, title: str = "", width: int = 760, he
         .mark_point(filled=True, size=70)
         .encode(x=x, y=y, color=alt.Color("bound:N", scale=BOUND_SCALE, title="Bound"), tooltip=tips)
     )
-    labels = alt.Chart(data).mark_text(align="left", dx=7, dy=-7, fontSize=10, color="#4a5568").encode(x=x, y=y, text="label:N")
     current = data.filter(pl.col("is_current")).with_columns(pl.format("now: batch {}", pl.col("batch")).alias("label"))
+    ridge = data.filter(pl.col("is_ridge")).with_columns(pl.format("ridge batch {}", pl.col("batch")).alias("label"))
+    plain = _clear_labels(data, current, ridge, x_dom, y_dom, width, height)
+    labels = alt.Chart(plain).mark_text(align="left", dx=7, dy=-7, fontSize=10, color="#4a5568").encode(x=x, y=y, text="label:N")
     ring = alt.Chart(current).mark_point(size=420, strokeWidth=3, color="#c53030").encode(x=x, y=y, tooltip=tips)
     ring_text = (
         alt.Chart(current).mark_text(align="right", dx=-14, dy=14, fontWeight="bold", color="#c53030").encode(x=x, y=y, text="label:N")
     )
-    ridge = data.filter(pl.col("is_ridge")).with_columns(pl.format("ridge batch {}", pl.col("batch")).alias("label"))
     ridge_mark = alt.Chart(ridge).mark_point(shape="diamond", size=300, filled=True, color="black").encode(x=x, y=y, tooltip=tips)
     ridge_text = alt.Chart(ridge).mark_text(align="right", dx=-12, dy=-12, fontWeight="bold").encode(x=x, y=y, text="label:N")
     chart: alt.LayerChart | alt.FacetChart = alt.layer(line, dots, labels, ring, ring_text, ridge_mark, ridge_text).properties(
         title=title, width=width, height=height
     )
     return chart
+
+
+def _clear_labels(
+    data: pl.DataFrame,
+    current: pl.DataFrame,
+    ridge: pl.DataFrame,
+    x_dom: list[float],
+    y_dom: list[float],
+    width: int,
+    height: int,
+) -> pl.DataFrame:
+    """The frontier's plain batch labels that touch no other text at `width` x `height` px (a wider chart only spreads
+    them): the current batch's and the ridge's labels are placed first (their batches get no plain label), then each
+    batch's in order of batch, kept where its box is clear of those kept before. A label's box is estimated from its
+    characters (about 0.6 of the font size each) at its mark's offsets."""
+
+    def box(row: dict[str, Any], dx: float, dy: float, font: float, align: str) -> Box:
+        px, py = _log_px(row["tokens_per_s_total"], x_dom, width), height - _log_px(row["tokens_per_s_per_user"], y_dom, height)
+        return _text_box(px, py, row["label"], dx, dy, font, align)
+
+    taken = [box(r, -14, 14, 11, "right") for r in current.iter_rows(named=True)]
+    taken += [box(r, -12, -12, 11, "right") for r in ridge.iter_rows(named=True)]
+    own = set(current["batch"].to_list()) | set(ridge["batch"].to_list())
+    kept = []
+    for r in data.sort("batch").iter_rows(named=True):
+        if r["batch"] in own:
+            continue
+        b = box(r, 7, -7 + 5, 10, "left")  # baseline "middle": 5 px under the offset
+        if _clear(b, taken):
+            taken.append(b)
+            kept.append(r["batch"])
+    return data.filter(pl.col("batch").is_in(kept))
+
+
+Box = tuple[float, float, float, float]
+
+
+def _log_px(value: float, dom: list[float], span: int) -> float:
+    """Where `value` lies on a log axis over `dom` drawn `span` px long, from its low end."""
+    return (math.log10(value) - math.log10(dom[0])) / (math.log10(dom[1]) - math.log10(dom[0])) * span
+
+
+def _text_box(px: float, py: float, text: str, dx: float, dy: float, font: float, align: str) -> Box:
+    """A text's box (left, top, right, bottom px) drawn at a mark at (px, py) with offsets dx, dy: its width estimated
+    at 0.6 of the font size a character, sitting on its baseline."""
+    w = 0.6 * font * len(text)
+    left = px + dx - (w if align == "right" else 0.0)
+    return left, py + dy - font, left + w, py + dy + 2.0
+
+
+def _clear(box: Box, taken: list[Box]) -> bool:
+    """Whether a box touches none of `taken`."""
+    return all(box[2] <= t[0] or t[2] <= box[0] or box[3] <= t[1] or t[3] <= box[1] for t in taken)
+
+
+def _clear_kept(kept: pl.DataFrame, y: str, x_dom: list[float], y_dom: list[float], width: int, height: int) -> pl.DataFrame:
+    """The kept configurations whose "batch N" label touches no other's at `width` x `height` px, taken from the top
+    of the plot down; a ring without a label still marks its configuration (its tooltip and the table give the batch)."""
+    taken: list[Box] = []
+    keep = []
+    for r in kept.with_row_index("_i").sort(y, descending=True).iter_rows(named=True):
+        px, py = _log_px(r["tokens_per_s_per_user"], x_dom, width), height - _log_px(r[y], y_dom, height)
+        b = _text_box(px, py, r["label"], 12, -10 + 5, 11, "left")
+        if _clear(b, taken):
+            taken.append(b)
+            keep.append(r["_i"])
+    return kept.with_row_index("_i").filter(pl.col("_i").is_in(keep)).drop("_i")
 
 
 def comparison_bars(table: pl.DataFrame, *, title: str = "", width: int = 240) -> alt.ConcatChart:
@@ -219,9 +291,14 @@ def purchase_frontier_chart(
     x = alt.X(
         "tokens_per_s_per_user:Q",
         scale=alt.Scale(type="log", domain=_padded(xs, 1.3), nice=False),
-        axis=alt.Axis(format=",~g", title="tokens/s per user (log) → more interactive"),
+        axis=alt.Axis(format=",~g", title="tokens/s per user (log) → more interactive", values=log_ticks(*_padded(xs, 1.3))),
     )
-    yy = alt.Y(f"{y}:Q", scale=alt.Scale(type="log", domain=_padded(data[y], 1.4)), axis=alt.Axis(format=fmt, title=axis_title))
+    y_dom = _padded(data[y], 1.4)
+    yy = alt.Y(
+        f"{y}:Q",
+        scale=alt.Scale(type="log", domain=y_dom, nice=False),
+        axis=alt.Axis(format=fmt, title=axis_title, values=log_ticks(*y_dom)),
+    )
     legend = alt.Legend(orient="bottom", columns=2 if colour_by == "series" else 4, labelLimit=320)
     # one distinct colour per curve, none blue or orange (memory- and compute-bound); Streamlit's theme would give
     # two blues to the first two
@@ -246,6 +323,7 @@ def purchase_frontier_chart(
     kept = data.filter(pl.col("chosen"))
     if kept.height:
         kept = kept.with_columns(pl.format("batch {}", pl.col("batch")).alias("label"))
+        kept = _clear_kept(kept, y, _padded(xs, 1.3), y_dom, width, height)
         layers.append(alt.Chart(kept).mark_point(size=380, strokeWidth=3, filled=False).encode(x=x, y=yy, color=colour, tooltip=tips))
         layers.append(
             alt.Chart(kept).mark_text(align="left", dx=12, dy=-10, fontWeight="bold").encode(x=x, y=yy, text="label:N", color=colour)
@@ -260,7 +338,7 @@ def purchase_frontier_chart(
                 align="left",
                 baseline="bottom" if y == "tokens_per_s_per_gpu" else "top",
                 dx=5,
-                y=height - 4 if y == "tokens_per_s_per_gpu" else 4,
+                y=alt.expr("height - 4") if y == "tokens_per_s_per_gpu" else 4,  # the plot's height as drawn
                 color="#c53030",
                 fontWeight="bold",
             )

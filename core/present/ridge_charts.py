@@ -88,7 +88,17 @@ def _x_axis(ticks: list[float]) -> alt.X:
     )
 
 
-def _y_axis(order: list[str], yours: str | None) -> alt.Y:
+def _rows(order: list[str], fit: int | None) -> tuple[int, float, Literal["bottom", "right"]]:
+    """The plot's height (px), its labels' font size and where the legends go: ROW px a row, or, with `fit` (the
+    height presentation mode has for the plot), the rows share `fit` px, their labels at most a pixel less than a
+    row (so no two overlap, never under 8 px) and the legends beside the plot."""
+    if fit is None:
+        return max(200, ROW * len(order)), 11.0, "bottom"
+    row = max(9.0, min(float(ROW), fit / max(1, len(order))))
+    return int(row * len(order)), min(11.0, row - 1.0), "right"
+
+
+def _y_axis(order: list[str], yours: str | None, font: float = 11.0) -> alt.Y:
     bold: Any = "normal"
     if yours is not None:
         bold = {"condition": {"test": f"datum.value === {_js(yours)}", "value": "bold"}, "value": "normal"}
@@ -97,7 +107,18 @@ def _y_axis(order: list[str], yours: str | None) -> alt.Y:
         type="nominal",
         sort=order,
         title=None,
-        axis=alt.Axis(labelLimit=240, labelFontWeight=bold, grid=True, gridDash=[1, 3], gridColor="#e2e8f0", domain=False, ticks=False),
+        # every name is drawn (Vega would drop one that touches its neighbour: _rows keeps the font under the row)
+        axis=alt.Axis(
+            labelLimit=340,
+            labelFontSize=font,
+            labelOverlap=False,
+            labelFontWeight=bold,
+            grid=True,
+            gridDash=[1, 3],
+            gridColor="#e2e8f0",
+            domain=False,
+            ticks=False,
+        ),
     )
 
 
@@ -122,7 +143,9 @@ def _rule_layers(intensity: float, ticks: list[float], label: str) -> list[alt.C
     return [rule, text]
 
 
-def _ring(data: pl.DataFrame, yours_id: str | None, size: int, order: list[str]) -> list[alt.Chart]:
+def _ring(
+    data: pl.DataFrame, yours_id: str | None, size: int, order: list[str], legend: Literal["bottom", "right"] = "bottom"
+) -> list[alt.Chart]:
     """A black ring around the scenario's accelerator's dots, with its own legend entry."""
     mine = data.filter(pl.col("id") == yours_id) if yours_id is not None else data.clear()
     if mine.is_empty():
@@ -135,7 +158,7 @@ def _ring(data: pl.DataFrame, yours_id: str | None, size: int, order: list[str])
             x=alt.X("ridge", type="quantitative"),
             y=alt.Y("name", type="nominal", sort=order),
             stroke=alt.Stroke(
-                "marked", type="nominal", scale=alt.Scale(domain=[YOURS], range=["black"]), legend=alt.Legend(title=None, orient="bottom")
+                "marked", type="nominal", scale=alt.Scale(domain=[YOURS], range=["black"]), legend=alt.Legend(title=None, orient=legend)
             ),
         )
     ]
@@ -167,37 +190,40 @@ def ridge_chart(
     title: str = "",
     batch: int | None = None,
     width: int = 640,
+    fit: int | None = None,
 ) -> alt.LayerChart:
     """One dot per accelerator at its ridge (log x), coloured by what bounds the decode matmul; a rule at its intensity.
 
     `ridges` comes from core.model.roofline.ridge_table (columns id, name, precision, ridge, bound, ridge_batch,
     peak_flops, bandwidth_bytes_per_s). Dots left of the rule are compute-bound at this batch. `highlight`, an
-    accelerator id (the scenario's), is ringed and its name bold.
+    accelerator id (the scenario's), is ringed and its name bold. `fit`: the plot's height in px, the rows sharing it
+    (presentation mode, _rows); None: a fixed height a row.
     """
     data = _readable(positive(ridges, "ridge"))
     order = data.sort("ridge", "name")["name"].to_list()
+    height, font, legend = _rows(order, fit)
     ticks = decade_ticks([*data["ridge"].to_list(), float(decode_intensity)])
     yours = data.filter(pl.col("id") == highlight)["name"].to_list() if highlight else []
     at_batch = f" at batch {batch:,}" if batch is not None else ""
     dots = (
         alt.Chart(data)
-        .mark_circle(size=110, opacity=1)
+        .mark_circle(size=110 if fit is None else 70, opacity=1)
         .encode(
             x=_x_axis(ticks),
-            y=_y_axis(order, yours[0] if yours else None),
+            y=_y_axis(order, yours[0] if yours else None, font),
             color=alt.Color(
-                "bound", type="nominal", scale=BOUND_SCALE, title=f"Decode matmul{at_batch} is", legend=alt.Legend(orient="bottom")
+                "bound", type="nominal", scale=BOUND_SCALE, title=f"Decode matmul{at_batch} is", legend=alt.Legend(orient=legend)
             ),
             tooltip=_tooltips(alt.Tooltip("ridge_batch", type="quantitative", format=",", title="Batch to become compute-bound")),
         )
     )
     label = f"decode matmul{at_batch}: {intensity_text(decode_intensity)} FLOP/byte"
-    layers = [*_rule_layers(decode_intensity, ticks, label), dots, *_ring(data, highlight, 300, order)]
+    layers = [*_rule_layers(decode_intensity, ticks, label), dots, *_ring(data, highlight, 300 if fit is None else 180, order, legend)]
     return alt.LayerChart(
         layer=layers,
         title=_title(title, yours),
         width=width,
-        height=max(200, ROW * len(order)),
+        height=height,
         autosize=FIT_WIDTH,
         resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent", stroke="independent")),
     )
@@ -210,6 +236,7 @@ def ridge_precision_chart(
     highlight: str | None = None,
     title: str = "",
     width: int = 640,
+    fit: int | None = None,
 ) -> alt.LayerChart:
     """Each accelerator's ridges at several precisions on one log axis: a dot per precision (its own hue and shape),
     joined by a thin line per accelerator; absent where the precision is unsupported.
@@ -218,6 +245,7 @@ def ridge_precision_chart(
     """
     data = _readable(positive(ridges, "ridge")).sort("name", "id", "precision")  # one order, whatever the input's
     order = data.group_by("name").agg(pl.col("ridge").max()).sort("ridge", "name")["name"].to_list()
+    height, font, legend = _rows(order, fit)
     values = data["ridge"].to_list() + ([float(decode_intensity)] if decode_intensity else [])
     ticks = decade_ticks(values)
     yours = data.filter(pl.col("id") == highlight)["name"].unique().to_list() if highlight else []
@@ -230,29 +258,31 @@ def ridge_precision_chart(
     )
     dots = (
         alt.Chart(data)
-        .mark_point(filled=True, size=90, opacity=1)
+        .mark_point(filled=True, size=90 if fit is None else 60, opacity=1)
         .encode(
             x=_x_axis(ticks),
-            y=_y_axis(order, yours[0] if yours else None),
+            y=_y_axis(order, yours[0] if yours else None, font),
             color=alt.Color(
                 "precision",
                 type="nominal",
                 scale=alt.Scale(domain=shown, range=[PRECISION_COLOURS[p] for p in shown]),
                 title="Precision",
-                legend=alt.Legend(orient="bottom"),
+                legend=alt.Legend(orient=legend),
             ),
             shape=alt.Shape("precision", type="nominal", scale=alt.Scale(domain=shown, range=[PRECISION_SHAPES[p] for p in shown])),
+            # each precision a little above or below the row's centre: two equal ridges (TPU v5p's bf16 and fp8) show both
+            yOffset=alt.YOffset("precision", type="nominal", scale=alt.Scale(domain=shown, paddingOuter=0.6)),
             tooltip=_tooltips(),
         )
     )
-    layers: list[alt.Chart] = [span, dots, *_ring(data, highlight, 260, order)]
+    layers: list[alt.Chart] = [span, dots, *_ring(data, highlight, 260 if fit is None else 160, order, legend)]
     if decode_intensity:
         layers = [*_rule_layers(decode_intensity, ticks, f"decode matmul: {intensity_text(decode_intensity)} FLOP/byte"), *layers]
     return alt.LayerChart(
         layer=layers,
         title=_title(title, yours),
         width=width,
-        height=max(220, ROW * len(order)),
+        height=height if fit is not None else max(220, height),
         autosize=FIT_WIDTH,
         resolve=alt.Resolve(scale=alt.ScaleResolveMap(stroke="independent")),
     )

@@ -116,7 +116,7 @@ if fig.frontier is None:
         icon=":material/memory:",
     )
 else:
-    show_chart(fig.frontier, lead if presenting() else None, width="stretch")
+    show_chart(fig.frontier, lead if presenting() else None, width="stretch", height=320 if presenting() else None)
     chart_exports(fig.frontier, "frontier")
 if presenting():
     lead.caption(escape_markdown(scenario_line(cat, sc)))

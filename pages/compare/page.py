@@ -435,12 +435,14 @@ else:
 if fig.frontier is not None:
     t1, t2 = (lead if presenting() else st).tabs(["Throughput against interactivity", "Cost against interactivity"])
     wide = "stretch" if presenting() else "content"
+    # the plot's height that the headline above and the legend's rows under it (two names a row) leave on 1280 x 800
+    low = 290 - 22 * -(-len(picked) // 2) if presenting() else None
     with t1:
-        show_chart(fig.frontier, width=wide)
+        show_chart(fig.frontier, width=wide, height=low)
         chart_exports(fig.frontier, "frontier-throughput", line=compared)
     with t2:
         if fig.frontier_cost is not None:
-            show_chart(fig.frontier_cost, width=wide)
+            show_chart(fig.frontier_cost, width=wide, height=low)
             chart_exports(fig.frontier_cost, "frontier-cost", line=compared)
         else:
             st.info("No accelerator here has a price: type one under 'Prices used'.", icon=":material/payments:")

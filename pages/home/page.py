@@ -8,7 +8,7 @@ from core.catalogue.catalogue import Catalogue
 from core.model.ceilings import ceiling
 from core.model.scenario import Scenario
 from core.plan.planning import would_fit
-from core.present.figures import RooflineAt, roofline_at
+from core.present.figures import RooflineAt, overview_roofline
 from core.present.report import Section
 from core.present.text import duration, escape_markdown, plain, si
 from pages.shared.data import HASH_FUNCS, catalogue, roofline_view_of
@@ -18,9 +18,10 @@ from pages.shared.ui import chart_exports, evidence_panel, expected_metrics, sho
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=64, show_spinner=False)
-def small_roofline(cat: Catalogue, sc: Scenario) -> RooflineAt:
-    """The scenario's roofline: its accelerator's roof at the compute format used, the operating points at its batch."""
-    return roofline_at(cat, roofline_view_of(cat, sc), sc, operations=False)
+def small_roofline(cat: Catalogue, sc: Scenario, big: bool) -> RooflineAt:
+    """The scenario's roofline: its accelerator's roof at the compute format used, the operating points at its batch.
+    `big` (presentation mode): legends beside the plot, a plot low enough for the two rows of figures above it."""
+    return overview_roofline(cat, roofline_view_of(cat, sc), sc, big=big)
 
 
 st.title("Roofline Explorer")
@@ -44,7 +45,7 @@ c2.metric("Tokens/s total", si(r.tokens_per_s_total) if r.fits else "—", help=
 c3.metric("Time to first token", duration(r.ttft_s), help="Prefill of one prompt on these GPUs.")
 c4.metric("Decode is bound by", r.bound, help=f"Whole-step intensity {r.intensity:.1f} FLOP/byte against a ridge of {r.ridge or 0:.0f}.")
 expected_metrics(r)
-roof = small_roofline(cat, sc)
+roof = small_roofline(cat, sc, presenting())
 chart_box, facts = (st.container(), st.container()) if presenting() else st.columns([3, 2], gap="large")
 show_chart(roof.chart, chart_box, width="stretch")
 with chart_box:

@@ -94,7 +94,7 @@ head.metric(
     f"{n_compute:,} of {plural(fig.table.height, 'accelerator')}",
     help="An accelerator is compute-bound for the decode matmuls once 2 × batch ÷ bytes per weight reaches its ridge.",
 )
-head.markdown(
+(st if big else head).markdown(  # presentation mode: under the chart (the metric above says it)
     f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{fig.intensity:,.0f} FLOP/byte**. "
     f"Compute-bound on **{n_compute:,}** of {plural(fig.table.height, 'accelerator')}."
 )

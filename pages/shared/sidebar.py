@@ -29,8 +29,9 @@ from pages.shared.params import (
 from pages.shared.widgets import accelerator_input, format_input, model_input, scenario_input
 
 
-def scenario_sidebar(cat: Catalogue) -> Any:
-    """Draw the scenario's controls (folded into one line in presentation mode); returns the container for link notes."""
+def scenario_sidebar(cat: Catalogue) -> tuple[Any, Any]:
+    """Draw the scenario's controls (folded into one line in presentation mode); returns the container for link notes
+    and the place of that line (subject_line writes the page's own subject there, once the page has named it)."""
     with st.sidebar:
         notes = st.container()
         for message in link_messages():
@@ -60,7 +61,15 @@ def scenario_sidebar(cat: Catalogue) -> Any:
             line.markdown(f"**{_summary(cat)}**")
         _measured_switch(cat)
         _refit_switch()
-    return notes
+    return notes, line
+
+
+def subject_line(line: Any) -> None:
+    """Presentation mode: the sidebar's one line names what the page shows where its subject is not the sidebar's
+    scenario (a comparison, a sweep, a dataset: the subject it gave report_of_page this run)."""
+    held = st.session_state.get(_REPORT)
+    if presenting() and held and held["page"] == current_page() and held["subject"]:
+        line.markdown(f"**{escape_markdown(held['subject'])}**")
 
 
 def _summary(cat: Catalogue) -> str:

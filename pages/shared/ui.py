@@ -113,14 +113,18 @@ def chart_exports(chart: Any, name: str, *, line: str | None = None, parts: Sequ
         )
 
 
-def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "content") -> None:
+def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "content", height: int | None = None) -> None:
     """Draw a chart's Vega-Lite spec (the builders are tested; Streamlit need not validate it again).
 
     Stretched to its container (presentation mode), a chart's own "pad" sizing would add its axes and legend to
     the container's width and overflow it: its width fits the container instead (its height stays). Its named
     datasets go as Arrow bytes made straight from their rows: Streamlit would make each through pandas (about
     30 ms of every rerun for the roofline's six small datasets); a dataset Arrow cannot type is left to Streamlit.
+    `height` (px), where given, is the plot's height instead of the spec's (presentation mode: what a 1280 x 800
+    screen leaves under the headline).
     """
+    if height is not None:
+        spec = {**spec, "height": height}
     if width == "stretch" and spec.get("autosize") == {"type": "pad"}:
         spec = {**spec, "autosize": {"type": "fit-x", "contains": "padding"}}
     if isinstance(spec.get("datasets"), dict):
@@ -317,3 +321,19 @@ CHIP_ROWS_CSS = """<style>
 def chip_rows() -> None:
     """Every multiselect shows all its chips, wrapped onto as many lines as they need (CHIP_ROWS_CSS); once per run."""
     st.html(CHIP_ROWS_CSS)
+
+
+#: Presentation mode's frame: the page starts just under Streamlit's header (3.75rem, a bar drawn over the page)
+#: instead of 6rem down, so that a page's headline and lead chart fit one 1280 x 800 projector screen (PRESENT_SCREEN).
+PRESENT_CSS = """<style>
+[data-testid="stMainBlockContainer"] { padding-top: 3.75rem; padding-bottom: 2rem; }
+[data-testid="stMain"] h1 { padding-top: 0; padding-bottom: 0.5rem; }
+</style>"""
+
+#: The screen presentation mode is laid out for (px): a projector's 1280 x 800.
+PRESENT_SCREEN = (1280, 800)
+
+
+def presentation_frame() -> None:
+    """Presentation mode's frame (PRESENT_CSS); once per run, in presentation mode only."""
+    st.html(PRESENT_CSS)

@@ -42,7 +42,7 @@ def moves(cat: Catalogue, sc: Scenario) -> pl.DataFrame:
 
 
 st.title("Guided tour")
-lead = st.container()  # presentation mode: the step's chart leads, the step picker folds below it
+lead = st.container()  # presentation mode: the step's title and chart lead, its text and the step picker below them
 if not presenting():
     st.caption(
         "Why decode is memory-bound, why batching helps until the ridge, why attention does not batch, and the three moves: on your scenario."
@@ -51,8 +51,12 @@ box = st.expander("Controls: the tour's step", expanded=False) if presenting() e
 
 
 def draw(spec: dict[str, object]) -> None:
-    """The step's chart: at full width ahead of everything in presentation mode."""
+    """The step's chart: at full width under the step's text, ahead of everything else, in presentation mode."""
     show_chart(spec, lead if presenting() else None, width="stretch" if presenting() else "content")
+
+
+#: The roofline's plot height (px) and its legends' place: normal and presentation mode (the step's text above it).
+TOUR_ROOFLINE = {False: (440, "bottom"), True: (420, "right")}
 
 
 cat = catalogue()
@@ -68,24 +72,35 @@ choice = box.radio(
 )
 step = next(s for s in walk if s.title == choice)
 
-st.subheader(step.title)
-st.markdown(step.text)
+(lead if presenting() else st).subheader(step.title)
+st.markdown(step.text)  # presentation mode: under the chart, which follows the step's title
+plot_height, legend = TOUR_ROOFLINE[presenting()]
 sweep = paths(cat, sc)
 prec = sweep["compute_used"][0] or "bf16"
 roofs = roof_lines(cat.gpus.filter(pl.col("id") == sc.gpu), [prec])
 if step.chart in ("roofline", "points"):
     pts = sweep.filter(pl.col("batch") == 1) if step.chart == "points" else sweep.clear()
-    draw(roofline_chart(roofs, pts, None, title=f"{cat.gpu(sc.gpu).name} · {prec}").to_dict(validate=False))
+    draw(
+        roofline_chart(roofs, pts, None, title=f"{cat.gpu(sc.gpu).name} · {prec}", height=plot_height, legend=legend).to_dict(
+            validate=False
+        )
+    )
 elif step.chart == "ridges":
     ridges = ridge_table(cat.gpus, prec, sc.batch, sc.weights)
     draw(
         ridge_chart(
-            ridges, decode_matmul_intensity(sc.batch, sc.weights), highlight=sc.gpu, title=f"Ridge points at {prec}", batch=sc.batch
+            ridges,
+            decode_matmul_intensity(sc.batch, sc.weights),
+            highlight=sc.gpu,
+            title=f"Ridge points at {prec}",
+            batch=sc.batch,
+            fit=plot_height if presenting() else None,
         ).to_dict(validate=False)
     )
 elif step.chart == "batching":
     matmuls = sweep.filter(pl.col("point") == "decode matmul")
-    draw(roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1024").to_dict(validate=False))
+    chart = roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1024", height=plot_height, legend=legend)
+    draw(chart.to_dict(validate=False))
     table = batching(cat, sc)
     data_table(table, "batching", key="tour_batching", download=False)
 elif step.chart == "attention":

@@ -20,7 +20,7 @@ PAGES = {
     "compare": ("Best by", "stVegaLiteChart"),
     "sweep": ("stMetric", "stVegaLiteChart"),
     "measured": ("stMetric", "stVegaLiteChart"),
-    "tour": ("stVegaLiteChart", "stVegaLiteChart"),
+    "tour": ("stHeading", "stVegaLiteChart"),  # the step's title, then its text and chart
     "catalogue": ("stMetric", "stDataFrame"),
 }
 CONTROLS = ("combobox", "spinbutton", "slider", "textbox", "radio", "switch", "checkbox")
@@ -86,4 +86,57 @@ def test_presentation_mode_folds_the_controls_and_leads_with_the_figure_at_full_
     assert widths["drawn"] >= 0.9 * widths["block"], (path, widths)
     assert widths["drawn"] <= widths["block"] + 2, (path, widths)  # and not beyond it
     screenshot(page, f"present-{path.split('?')[0]}")
+    context.close()
+
+
+#: The chart pages, each with a scenario a room is shown (overlays and precisions, a MoE model, speculative decoding,
+#: several accelerators), and the subject its sidebar line names in presentation mode (None: the sidebar's scenario).
+SCREEN_PAGES = {
+    "overview?model=deepseek-v3&gpu=h200-sxm&num_gpus=8&weights=fp8": None,
+    "roofline?rf_compare=b200,mi300x,a100-80gb-sxm&rf_precisions=bf16,fp8,fp4": None,
+    "ridges?rd_precision=fp8": None,
+    "calculator?spec_draft_len=4&model=qwen3-235b-a22b&num_gpus=8&weights=fp8": None,
+    "compare?cmp_gpus=h100-sxm,b200,mi300x,l40s": "Llama 3.1 8B",
+    "sweep": "Sweep:",
+    "measured": "Published measurements:",
+    "tour?tour_step=5.+Batching+is+free+until+the+ridge&model=deepseek-v3&gpu=h200-sxm&num_gpus=8&weights=fp8": None,
+}
+#: Where a rectangle's box lies: the first visible chart of the main area (its canvas or SVG), the page's headline (its
+#: first metric, or the tour's step title), the sidebar, and the sidebar's one line.
+_SCREEN = """() => {
+  const main = document.querySelector("[data-testid='stMain']");
+  const seen = (sel) => [...main.querySelectorAll(sel)].find(e => e.offsetParent !== null);
+  const box = (e) => { if (!e) return null; const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  const chart = seen("[data-testid='stVegaLiteChart']");
+  const head = seen("[data-testid='stMetric']") || seen("h3") || seen("h5");
+  const side = document.querySelector("[data-testid='stSidebar']");
+  const line = side.querySelector("[data-testid='stMarkdownContainer'] strong");
+  return {chart: box(chart && (chart.querySelector("canvas, svg.marks") || chart)), head: box(head),
+          side: box(side), line: line ? line.textContent : ""};
+}"""
+
+
+@pytest.mark.parametrize("path", list(SCREEN_PAGES))
+def test_presentation_mode_fits_the_headline_and_lead_chart_on_one_1280_by_800_screen(app, browser, path):
+    """A projector's screen: the headline and the whole lead chart lie inside the 1280 x 800 viewport with nothing
+    scrolled; the sidebar starts collapsed; on a page whose subject is not the sidebar's scenario, its line names it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    opened(page, app.url(f"{path}&present=true" if "?" in path else f"{path}?present=true"))
+    main = page.locator("[data-testid='stMain']")
+    main.locator("[data-testid='stVegaLiteChart']").first.wait_for()
+    expect(main.locator("[data-testid='stSkeleton']")).to_have_count(0)
+    page.wait_for_timeout(500)  # the chart's own layout (Vega sizes it to its column once drawn)
+    at = page.evaluate(_SCREEN)
+    assert at["chart"] and at["head"], (path, at)
+    assert at["head"]["top"] >= 0 and at["head"]["bottom"] <= at["chart"]["top"], (path, at)  # the headline first
+    assert at["chart"]["top"] >= 0 and at["chart"]["bottom"] <= 800 and at["chart"]["right"] <= 1280, (path, at)
+    assert at["chart"]["bottom"] - at["chart"]["top"] >= 250, (path, at)  # a chart, not a strip
+    assert at["side"]["right"] <= 1, (path, at)  # collapsed: drawn off the screen
+    subject = SCREEN_PAGES[path]
+    if subject is None:
+        assert " × " in at["line"], (path, at["line"])  # the sidebar's scenario, "1 × NVIDIA H100 ..."
+    else:
+        assert at["line"].startswith(subject), (path, at["line"])
+    screenshot(page, f"present-1280x800-{path.split('?')[0]}")
     context.close()

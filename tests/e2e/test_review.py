@@ -9,7 +9,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers import metric, opened, screenshot, share_link
+from tests.helpers import metric, open_sidebar, opened, screenshot, share_link
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -51,6 +51,7 @@ def test_presentation_mode_hides_the_controls_and_leads_with_the_figure(server, 
     expect(page.locator("[data-testid='stMetricValue']").first).to_contain_text(f"of {with_bf16} accelerators")
     page.locator("[data-testid='stVegaLiteChart']").nth(1).wait_for()
     screenshot(page, "review-presentation-ridges")
+    open_sidebar(page)  # presentation mode starts with the sidebar collapsed
     page.locator("[data-testid='stSidebar']").get_by_text("Presentation mode").click()
     page.get_by_role("combobox", name="Accelerator", exact=True).wait_for()
     expect(page.get_by_role("spinbutton", name="Batch (sequences)")).to_have_value("256")
