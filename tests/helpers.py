@@ -337,3 +337,83 @@ def share_link(page: Any, *, containing: str = "?") -> str:
     page.keyboard.press("Escape")
     expect(code).to_be_hidden()
     return link
+
+
+#: Read a chart's SVG as the browser lays it out (an SVG document as text, or a drawn chart's svg element): each text (its box, its Vega role), each axis (its domain's box and its labels' centres) and
+#: each legend's symbols (how each is drawn), and the box it is seen in (its chart's frame on a page).
+CHART_READ = """(svg) => {
+  if (typeof svg === "string") document.body.innerHTML = svg;
+  const root = typeof svg === "string" ? document.querySelector("svg") : svg;
+  const frame = root.closest("[data-testid='stVegaLiteChart']") || root;
+  const role = (e) => { const g = e.closest("g[class*='role-']"); return g ? g.getAttribute("class") : ""; };
+  const shown = (e) => { for (let x = e; x && x !== root; x = x.parentElement) { if (x.getAttribute("opacity") === "0") return false; } return true; };
+  const texts = [...root.querySelectorAll("text")].filter(t => t.textContent.trim() && shown(t)).map(t => {
+    const r = t.getBoundingClientRect();
+    return {text: t.textContent, role: role(t), fill: t.getAttribute("fill") || "", x0: r.left, y0: r.top, x1: r.right, y1: r.bottom};
+  });
+  const axes = [...root.querySelectorAll("g.role-axis")].map(a => {
+    const d = a.querySelector("g.role-axis-domain path, g.role-axis-domain line");
+    const labels = [...a.querySelectorAll("g.role-axis-label text")].filter(t => t.textContent.trim() && shown(t)).map(t => {
+      const r = t.getBoundingClientRect(); return {text: t.textContent, x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2};
+    });
+    const grid = a.querySelector("g.role-axis-grid");
+    const box = d ? d.getBoundingClientRect() : (grid ? grid.getBoundingClientRect() : null);
+    return {box: box && {x0: box.left, y0: box.top, x1: box.right, y1: box.bottom}, labels};
+  });
+  const legends = [...root.querySelectorAll("g.role-legend")].map(l => {
+    const title = l.querySelector("g.role-legend-title text");
+    const symbols = [...l.querySelectorAll("g.role-legend-symbol path")].map(p =>
+      [p.getAttribute("d"), p.getAttribute("fill"), p.getAttribute("stroke"), p.getAttribute("stroke-dasharray") || ""].join(" | "));
+    const labels = [...l.querySelectorAll("g.role-legend-label text")].map(t => t.textContent);
+    return {title: title ? title.textContent : "", symbols, labels};
+  });
+  const whole = frame.getBoundingClientRect();
+  return {texts, axes, legends, width: whole.width, left: whole.left};
+}"""
+
+
+def _overlaps(texts: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Pairs of texts whose boxes overlap by more than a pixel each way."""
+    out = []
+    for i, a in enumerate(texts):
+        for b in texts[i + 1 :]:
+            if min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 1 and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 1:
+                out.append((f"{a['text']} ({a['role']})", f"{b['text']} ({b['role']})"))
+    return out
+
+
+def _uncovered(axes: list[dict[str, Any]]) -> list[str]:
+    """Axes whose labels leave an end of the axis unlabelled: the nearest label more than a third of its length away."""
+    out = []
+    for axis in axes:
+        box, labels = axis["box"], axis["labels"]
+        if box is None or len(labels) < 1:
+            continue
+        across = box["x1"] - box["x0"] >= box["y1"] - box["y0"]
+        lo, hi = (box["x0"], box["x1"]) if across else (box["y0"], box["y1"])
+        spots = [lab["x"] if across else lab["y"] for lab in labels]
+        if hi - lo < 40:
+            continue
+        if min(spots) - lo > (hi - lo) / 3 or hi - max(spots) > (hi - lo) / 3:
+            out.append(f"{'x' if across else 'y'} axis labels {[lab['text'] for lab in labels]} over {lo:.0f}-{hi:.0f} px")
+    return out
+
+
+def chart_problems(read: dict[str, Any]) -> list[str]:
+    """What a reviewer would see wrong in a chart read by CHART_READ: a text cut with an ellipsis or past the chart's
+    edge, two texts overlapping, an axis whose labels leave an end unlabelled, two legend entries drawn alike, and two
+    labels of the same text and colour (a label names one mark)."""
+    problems = [f"cut: {t['text']}" for t in read["texts"] if t["text"].rstrip().endswith("…")]
+    edge = read["left"] + read["width"]
+    problems += [f"clipped: {t['text']}" for t in read["texts"] if t["x1"] > edge + 1 or t["x0"] < read["left"] - 1]
+    problems += [f"overlap: {a} / {b}" for a, b in _overlaps(read["texts"])]
+    problems += [f"uncovered: {u}" for u in _uncovered(read["axes"])]
+    for legend in read["legends"]:
+        drawn = legend["symbols"]
+        if len(set(drawn)) < len(drawn):
+            twins = [lab for lab, s in zip(legend["labels"], drawn, strict=False) if drawn.count(s) > 1]
+            problems.append(f"legend {legend['title']!r}: entries drawn alike: {twins}")
+    # two curves' "batch 64", each in its curve's colour, name two marks; two alike in one colour cannot
+    marks = [(t["text"], t["fill"]) for t in read["texts"] if "role-mark" in t["role"]]
+    problems += [f"the same label twice: {t}" for t in sorted(set(marks)) if marks.count(t) > 1]
+    return problems

@@ -31,7 +31,24 @@ MEMORY_COLOUR = "#1f77b4"
 COMPUTE_COLOUR = "#ff7f0e"
 BOUND_SCALE = alt.Scale(domain=["memory", "compute"], range=[MEMORY_COLOUR, COMPUTE_COLOUR])
 #: Roof colours: none of them blue or orange, which mean memory- and compute-bound.
-ROOF_COLOURS = ["#2f855a", "#6b46c1", "#b83280", "#718096", "#975a16", "#0d9488", "#1a202c", "#c53030"]
+#: Fifteen, each unlike the others, the most unlike first (a chart of eight accelerators uses the first eight).
+ROOF_COLOURS = [
+    "#2f855a",  # green
+    "#6b46c1",  # purple
+    "#d69e2e",  # gold
+    "#1a202c",  # near black
+    "#b83280",  # magenta
+    "#0891b2",  # cyan
+    "#975a16",  # brown
+    "#65a30d",  # lime
+    "#718096",  # grey
+    "#4c51bf",  # indigo
+    "#ed64a6",  # pink
+    "#0d9488",  # teal
+    "#a21caf",  # fuchsia
+    "#7c2d12",  # rust
+    "#c53030",  # red
+]
 #: Axis labels in SI (1e12 -> 1T) via d3-format's SI type.
 SI_FORMAT = "~s"
 
@@ -81,7 +98,8 @@ def log_axis(title: str, *, prefixed: bool = False, decades: bool = True, **opti
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
-    """Tick values for a log axis over [lo, hi] that label its whole range: 1-2-5 in each decade, 1-3 where that makes
+    """Tick values for a log axis over [lo, hi] that label its whole range: 1-2-5 in each decade (1-2-3-5 where that
+    leaves more than a factor of two bare at an end), 1-3 where that makes
     more than ten, whole decades where that still does, 1-1.5-2-3-4-5-6-7-8-9 where it makes fewer than three (so no two labelled ticks are more than about
     3x apart, and a range inside one decade still reads). lo and hi > 0."""
     if not (0 < lo < hi and math.isfinite(hi)):
@@ -93,6 +111,8 @@ def log_ticks(lo: float, hi: float) -> list[float]:
         return [v for v in values if lo <= v <= hi]
 
     ticks = within((1.0, 2.0, 5.0))
+    if ticks and (hi / ticks[-1] > 2.0 or ticks[0] / lo > 2.0):  # an end left bare (up to 4,900 labelled only to 2,000)
+        ticks = within((1.0, 2.0, 3.0, 5.0))
     if len(ticks) > 10:
         ticks = within((1.0, 3.0))
     if len(ticks) > 10:
@@ -161,7 +181,7 @@ def roofline_spec(
     legend: str = "bottom",
 ) -> dict[str, Any]:
     """roofline_chart's Vega-Lite spec, the same dict as `roofline_chart(...).to_dict(validate=False)`, made quicker:
-    the layers depend only on the domains, the roof kinds and which datasets there are, so they are built once
+    the layers depend only on the domains, the roofs' styles and which datasets there are, so they are built once
     for each of those and only the datasets are new. `roofs` may be the backdrop made once of the roofs, paths and
     products (roofline_backdrop; `paths` and `products` are then not read): only the points and labels are new."""
     layout, datasets = _roofline_parts(roofs, points, paths, products, width=width, height=height, batch=batch)
@@ -173,7 +193,7 @@ def roofline_spec(
 def _roofline_base(
     x_dom: tuple[float, float],
     y_dom: tuple[float, float],
-    kinds: tuple[str, ...],
+    styles: RoofStyles,
     has_paths: bool,
     width: int,
     height: int,
@@ -181,13 +201,15 @@ def _roofline_base(
     batch: bool,
     legend: str,
 ) -> str:
-    layers = _roofline_layers(x_dom, y_dom, kinds, has_paths, width=width, height=height, products=products, batch=batch, legend=legend)
+    layers = _roofline_layers(x_dom, y_dom, styles, has_paths, width=width, height=height, products=products, batch=batch, legend=legend)
     return json.dumps(layers.to_dict(validate=False))
 
 
 ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_of_peak", "bound", "ridge_batch")
 
-Layout = tuple[tuple[float, float], tuple[float, float], tuple[str, ...], bool]
+#: How each roof is drawn: (its legend text, its colour, its dash), in the legend's order.
+RoofStyles = tuple[tuple[str, str, tuple[int, ...]], ...]
+Layout = tuple[tuple[float, float], tuple[float, float], RoofStyles, bool]
 #: The columns of a chart's points and paths (core.model.roofline.operating_points' types), for a chart without paths.
 _PATH_SCHEMA = {
     "point": pl.String,
@@ -210,7 +232,7 @@ class RooflineBackdrop:
     ridges: pl.DataFrame  # the roofs' ridge points with their label text
     paths: pl.DataFrame  # the decode points of the sweep (prefill's are the same at every batch)
     products: pl.DataFrame | None
-    kinds: tuple[str, ...]  # the roof kinds drawn, in ROOF_DASHES' order
+    styles: RoofStyles  # each roof's legend text, colour and dash (roof_styles)
     datasets: dict[str, list[dict[str, Any]]]  # the named datasets of all of the above
     labels: tuple[tuple[str, Label], ...]  # the ridges' and the paths' ends' labels, in order of priority
     markers: tuple[tuple[float, float, float], ...]  # ridges, paths and products: (x, y, radius px)
@@ -226,7 +248,6 @@ def roofline_backdrop(roofs: pl.DataFrame, paths: pl.DataFrame | None, products:
     roofs = roofs.with_columns(
         pl.format("{} · ridge {} FLOP/byte", "series", pl.col("ridge").map_elements(_count, return_dtype=pl.String)).alias("legend")
     )
-    kinds = tuple(k for k in ROOF_DASHES if k in set(roofs["roof"].to_list()))
     ridges = roofs.filter(pl.col("point") == "ridge").with_columns(
         pl.format(
             "{}ridge {}",
@@ -274,7 +295,23 @@ def roofline_backdrop(roofs: pl.DataFrame, paths: pl.DataFrame | None, products:
         tuple(g.sort("batch").select("intensity", "attainable_flops").iter_rows())
         for _, g in path_rows.group_by("point", maintain_order=True)
     ]
-    return RooflineBackdrop(roofs, ridges, path_rows, shown_products, kinds, datasets, tuple(labels), tuple(markers), tuple(lines))
+    return RooflineBackdrop(
+        roofs, ridges, path_rows, shown_products, roof_styles(roofs), datasets, tuple(labels), tuple(markers), tuple(lines)
+    )
+
+
+def roof_styles(roofs: pl.DataFrame) -> RoofStyles:
+    """Each roof's colour and dash: one colour per accelerator and precision (ROOF_COLOURS, in order of their names;
+    past fifteen they come round again), shared by its derated and measured roofs, which its kind's dash tells apart
+    (ROOF_DASHES). So no two roofs of a chart are drawn alike while fifteen accelerator-precisions or fewer are drawn,
+    and the colours say which roofs belong together. `roofs`: the backdrop's, with their legend text."""
+    rows = roofs.select("legend", "series", "roof").unique().sort("legend")
+    base = rows["series"].str.replace(r" \((derated|measured)\)$", "")
+    bases = sorted(set(base.to_list()))
+    return tuple(
+        (legend, ROOF_COLOURS[bases.index(b) % len(ROOF_COLOURS)], tuple(ROOF_DASHES[kind]))
+        for legend, b, kind in zip(rows["legend"], base, rows["roof"], strict=True)
+    )
 
 
 def _roofline_parts(
@@ -287,20 +324,20 @@ def _roofline_parts(
     height: int = 440,
     batch: int | None = None,
 ) -> tuple[Layout, dict[str, list[dict[str, Any]]]]:
-    """(domains, roof kinds, has paths) and the named datasets of a roofline chart, its text labels placed; `roofs`
+    """(domains, roof styles, has paths) and the named datasets of a roofline chart, its text labels placed; `roofs`
     may be the backdrop already made of the roofs, paths and products (roofline_backdrop)."""
     back = roofs if isinstance(roofs, RooflineBackdrop) else roofline_backdrop(roofs, paths, products)
     points = positive(points, "intensity", "attainable_flops").select(ROOF_POINT_COLUMNS)
     x_dom = _decades([back.roofs["intensity"], points["intensity"]], pad=3.0)
     y_dom = _decades([back.roofs["attainable_flops"], points["attainable_flops"]], pad=3.0)
     plot_width = width - Y_AXIS_PX  # the chart's width holds the y axis (autosize fit-x)
-    labels = roofline_labels(back, points, x_dom=x_dom, y_dom=y_dom, width=plot_width, height=height)
+    labels = roofline_labels(back, points, x_dom=x_dom, y_dom=y_dom, width=plot_width, height=height, batch=batch)
     datasets = {**back.datasets, "points": points.to_dicts(), "labels": labels.to_dicts()}
     order = ("roofs", "ridges", "points", "labels", "paths", "products")  # the datasets' order in the spec, as before
     datasets = {k: datasets[k] for k in order if k in datasets}
     if batch is not None:
         datasets["batch"] = [{"text": f"batch {_count(batch)}"}]
-    return (x_dom, y_dom, back.kinds, back.paths.height > 0), datasets
+    return (x_dom, y_dom, back.styles, back.paths.height > 0), datasets
 
 
 def _count(value: float) -> str:
@@ -321,6 +358,7 @@ def roofline_labels(
     y_dom: tuple[float, float],
     width: float,
     height: float,
+    batch: int | None = None,
 ) -> pl.DataFrame:
     """The roofline's text labels placed clear of one another, of every marker and of every line (core.present.label_layout).
 
@@ -336,7 +374,8 @@ def roofline_labels(
     for row in labelled.iter_rows(named=True):
         text = f"batch {row['batch']:,}" if row["point"] in repeated else row["point"]
         wanted.append(("point", Label(text, row["intensity"], row["attainable_flops"], LABEL_FONT, False, _radius(POINT_SIZE))))
-    named = {lb.text for _, lb in wanted}
+    # a path's end is not named again where a point's label or the plot's corner ("batch 1", the `batch` shown) says it
+    named = {lb.text for _, lb in wanted} | ({f"batch {batch:,}"} if batch is not None else set())
     wanted += [(kind, lb) for kind, lb in back.labels if not (kind == "path" and lb.text in named)]  # one "batch 1" only
     markers = [(x, y, _radius(POINT_SIZE)) for x, y in points.select("intensity", "attainable_flops").iter_rows()]
     markers += back.markers
@@ -373,7 +412,7 @@ def roofline_labels(
 def _roofline_layers(
     x_dom: tuple[float, float],
     y_dom: tuple[float, float],
-    kinds: tuple[str, ...],
+    styles: RoofStyles,
     has_paths: bool,
     *,
     width: int,
@@ -395,20 +434,23 @@ def _roofline_layers(
         scale=alt.Scale(type="log", domain=list(y_dom)),
         axis=log_axis("Attainable performance (FLOP/s)", prefixed=True),
     )
+    # one legend of the roofs, each drawn in its colour and dash (roof_styles): colour and dash of one field, one title
+    legends = [s[0] for s in styles]
+    roof_legend = alt.Legend(orient=orient, direction="vertical", labelLimit=420)
     series = alt.Color(
         "legend",
         type="nominal",
         title="Roof (its ridge)",
-        scale=alt.Scale(range=ROOF_COLOURS),
-        legend=alt.Legend(orient=orient, direction="vertical", labelLimit=420),
+        scale=alt.Scale(domain=legends, range=[s[1] for s in styles]),
+        legend=roof_legend,
     )
     below = alt.Legend(orient=orient, direction="vertical")
     dash = alt.StrokeDash(
-        "roof",
+        "legend",
         type="nominal",
-        title="Roof kind",
-        scale=alt.Scale(domain=list(kinds), range=[ROOF_DASHES[k] for k in kinds]),
-        legend=alt.Legend(orient=orient, direction="vertical") if len(kinds) > 1 else None,
+        title="Roof (its ridge)",
+        scale=alt.Scale(domain=legends, range=[list(s[2]) for s in styles]),
+        legend=roof_legend,
     )
     roof_layer = (
         alt.Chart(alt.NamedData(name="roofs"))
@@ -523,7 +565,8 @@ def _roofline_layers(
     # the legends below it; label places hold at `width` or wider (core.present.label_layout)
     chart = alt.LayerChart(
         layer=layers,
-        resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent")),
+        # the roofs' colour and dash resolved in their own layer, where one legend draws both (roof_styles)
+        resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="independent", strokeDash="independent")),
         width=width,
         height=height,
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
@@ -558,7 +601,7 @@ STATUS_SHAPES = alt.Scale(domain=["ok", "above ceiling"], range=["circle", "cros
 ABOVE_COLOUR = "#c53030"
 #: Accelerators (or setups) on the measured charts, one colour each: neither blue nor orange (memory- and
 #: compute-bound) nor the red of a point above its ceiling.
-ACCELERATOR_COLOURS = [c for c in ROOF_COLOURS if c != ABOVE_COLOUR] + ["#0891b2", "#65a30d", "#a21caf"]
+ACCELERATOR_COLOURS = [c for c in ROOF_COLOURS if c != ABOVE_COLOUR]
 _ABOVE = "datum.status == 'above ceiling'"
 #: The measured points' shape legend: a short title that fits the legend's width, grey symbols (a point within its
 #: ceiling has its accelerator's colour, not one of its own) and labels that say the red.
@@ -711,9 +754,17 @@ def throughput_batch_chart(
             pl.format("row {}", "row").alias("label"),
             pl.lit(1).alias("n"),
         )
-    x = alt.X("batch:Q", scale=alt.Scale(type="log", base=2), axis=log_axis("Batch / concurrency (sequences)", decades=False))
+    # ticks at the powers of two the batches span (Vega would label 1.1, 1.2 ... 1.9 on a span of 1 to 2)
+    batches = [float(b) for b in (*lines["batch"].to_list(), *pts["batch"].to_list()) if b and b > 0] or [1.0, 2.0]
+    twos = [2**k for k in range(math.floor(math.log2(min(batches))), math.ceil(math.log2(max(batches))) + 1)]
+    x = alt.X(
+        "batch:Q",
+        scale=alt.Scale(type="log", base=2, domain=[twos[0], twos[-1]] if len(twos) > 1 else [twos[0], twos[0] * 2]),
+        axis=log_axis("Batch / concurrency (sequences)", decades=False, values=twos if len(twos) > 1 else [twos[0], twos[0] * 2]),
+    )
     y = alt.Y("tokens_per_s:Q", scale=alt.Scale(type="log"), axis=log_axis("Output tokens/s (all sequences)"))
-    setup = _by_accelerator("series", "Setup", alt.Legend(orient="bottom", columns=2, labelLimit=400))
+    # the legends one under another under the plot, each whole (side by side they ran past a 1280 px page's edge)
+    setup = _by_accelerator("series", "Setup", alt.Legend(orient="bottom", columns=1, labelLimit=600))
     kinds = [k for k in ("datasheet ceiling", "expected (predicted model)") if k in set(lines["kind"].to_list())]
     line_layer = (
         alt.Chart(lines)
@@ -722,7 +773,12 @@ def throughput_batch_chart(
             x=x,
             y=y,
             color=setup,
-            strokeDash=alt.StrokeDash("kind:N", title="Line", scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)])),
+            strokeDash=alt.StrokeDash(
+                "kind:N",
+                title="Line",
+                scale=alt.Scale(domain=kinds, range=[[1, 0], [6, 4]][: len(kinds)]),
+                legend=alt.Legend(orient="bottom", labelLimit=400),
+            ),
             detail="kind:N",
             tooltip=[
                 alt.Tooltip("series:N"),
@@ -751,7 +807,9 @@ def throughput_batch_chart(
             ],
         )
     )
-    chart = alt.LayerChart(layer=[line_layer, point_layer]).properties(title=_title(title, subtitle), width=width, height=height)
+    chart = alt.LayerChart(layer=[line_layer, point_layer]).properties(
+        title=_title(title, subtitle), width=width, height=height, config=alt.Config(legend=alt.LegendConfig(layout=STACKED_LEGENDS))
+    )
     return chart
 
 

@@ -163,7 +163,9 @@ def prediction_chart(rows: pl.DataFrame, metric: str, *, title: str = "", width:
     what = METRICS[metric][0] if metric in METRICS else metric
     # a title wider than the chart would shrink its plot (the x axis was drawn about 110 px wide of 520): a short
     # title, the metric in the subtitle, neither wider than the plot
-    heading = alt.TitleParams(text=title or "Predicted against measured (y = x dashed)", subtitle=[] if title else [what], limit=width)
+    heading = alt.TitleParams(
+        text=title or "Predicted against measured (y = x dashed)", subtitle=[] if title else [what], limit=width, subtitlePadding=4
+    )
     # "pad": the plot itself is width x width, its axes, title and legend around it (fitted into a width x width box, the
     # y = x line would no longer be at 45 degrees)
     # drawn as SVG whatever the number of points (Streamlit switches a chart of more than 2,000 points to a canvas): the

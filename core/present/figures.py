@@ -267,8 +267,7 @@ def ridge_view(
         intensity,
         highlight=highlight,
         title=f"Ridge points by precision ({', '.join(GROUP_PRECISIONS)})",
-        width=width,
-        fit=fit,
+        width=width,  # below the lead chart, it keeps a row's full height in presentation mode too
     )
     undated = int(table["year"].is_null().sum())
     return RidgeView(table, intensity, shown, chart.to_dict(validate=False), groups.to_dict(validate=False), undated)

@@ -90,12 +90,12 @@ def _x_axis(ticks: list[float]) -> alt.X:
 
 def _rows(order: list[str], fit: int | None) -> tuple[int, float, Literal["bottom", "right"]]:
     """The plot's height (px), its labels' font size and where the legends go: ROW px a row, or, with `fit` (the
-    height presentation mode has for the plot), the rows share `fit` px, their labels at most a pixel less than a
-    row (so no two overlap, never under 8 px) and the legends beside the plot."""
+    height presentation mode has for the plot), the rows share `fit` px, their labels' font a row's height over
+    1.25 at most, the height of a text's box (so no two overlap), and the legends beside the plot."""
     if fit is None:
         return max(200, ROW * len(order)), 11.0, "bottom"
     row = max(9.0, min(float(ROW), fit / max(1, len(order))))
-    return int(row * len(order)), min(11.0, row - 1.0), "right"
+    return int(row * len(order)), min(11.0, row / 1.25), "right"  # a text's box is about 1.25 times its font size
 
 
 def _y_axis(order: list[str], yours: str | None, font: float = 11.0) -> alt.Y:
@@ -292,4 +292,4 @@ def _title(title: str, yours: list[str]) -> alt.TitleParams:
     note = (
         f"Ringed, name in bold: {yours[0]}, the sidebar's accelerator." if yours else "The sidebar's accelerator is not in this selection."
     )
-    return alt.TitleParams(title, subtitle=[note], anchor="start")
+    return alt.TitleParams(title, subtitle=[note], anchor="start", subtitlePadding=4)  # apart in Streamlit's larger title font

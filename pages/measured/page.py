@@ -21,7 +21,7 @@ from pages.measured.published import published_view
 from pages.shared.data import HASH_FUNCS, catalogue, dataset_store
 from pages.shared.params import MEASURED_VIEWS, presenting, scenario, set_refit
 from pages.shared.sidebar import report_of_page
-from pages.shared.ui import chart_exports, data_table
+from pages.shared.ui import chart_exports, data_table, show_chart
 
 
 # cache_resource, not cache_data: a view of a million rows is handed back as it is, not pickled again on every rerun
@@ -144,12 +144,12 @@ def your_view(cat: Catalogue, db: Any) -> None:
 
     rows = pl.DataFrame() if fig.roofs is not None else dataset_rows(db, chosen)  # the view has its marks: no second read
     roof_chart, batch_chart = measured_charts(cat, rows, fig)
-    (lead if presenting() else st).altair_chart(roof_chart, width="stretch" if presenting() else "content")
+    show_chart(roof_chart.to_dict(validate=False), lead if presenting() else None, width="stretch" if presenting() else "content")
     chart_exports(roof_chart, "measured-roofline", line=f"Dataset {names[chosen]}: {dataset_line(cat, cmp)}")
     if batch_chart is None:
         st.info("No decode or serving measurements: no tokens/s-against-batch curve to draw.", icon=":material/show_chart:")
     else:
-        st.altair_chart(batch_chart)
+        show_chart(batch_chart.to_dict(validate=False))
         chart_exports(batch_chart, "measured-throughput-batch", line=f"Dataset {names[chosen]}: {dataset_line(cat, cmp)}")
 
     sections = [

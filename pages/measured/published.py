@@ -17,7 +17,7 @@ from core.present.report import Section
 from core.present.text import escape_markdown, plain, plural
 from pages.shared.params import METRIC_LABELS, labels
 from pages.shared.sidebar import report_of_page
-from pages.shared.ui import chart_exports, data_table, keep_options, table_download
+from pages.shared.ui import chart_exports, data_table, keep_options, show_chart, table_download
 
 
 def published_view(cat: Catalogue, lead: Any = None, box: Any = None) -> None:
@@ -91,7 +91,7 @@ def published_view(cat: Catalogue, lead: Any = None, box: Any = None) -> None:
                 column_config=_columns(),
             )
     chart = ratio_chart(rows, by="framework", title=f"Published measurements: share of their own ceiling ({plural(rows.height, 'row')})")
-    (lead or st).altair_chart(chart, width="stretch")
+    show_chart(chart.to_dict(validate=False), lead, width="stretch")
     kept = published_line(cat, gpus, models, frameworks, publishers, rows)
     chart_exports(chart, "published-share-of-ceiling", line=kept)
     table = reference_display(rows)
@@ -205,7 +205,7 @@ def _scorecard(cat: Catalogue, box: Any, shown: Section) -> None:
     charts = ()
     if metric:
         chart = prediction_chart(card.rows, metric)
-        st.altair_chart(chart, width="content")  # square: the y = x line at 45 degrees
+        show_chart(chart.to_dict(validate=False))  # its own size, square: the y = x line at 45 degrees
         chart_exports(
             chart,
             f"scorecard-{metric}",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -113,6 +114,12 @@ def chart_exports(chart: Any, name: str, *, line: str | None = None, parts: Sequ
         )
 
 
+#: Room (px) around every chart on a page, as vl-convert leaves in an export.
+CHART_PADDING = {"left": 5, "top": 5, "right": 5, "bottom": 5}
+#: ROOFLINE_SVG_CHARTS=1 (the browser tests' servers): every chart drawn as SVG, not on a canvas.
+SVG_CHARTS = os.environ.get("ROOFLINE_SVG_CHARTS") == "1"
+
+
 def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "content", height: int | None = None) -> None:
     """Draw a chart's Vega-Lite spec (the builders are tested; Streamlit need not validate it again).
 
@@ -125,6 +132,10 @@ def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "conten
     """
     if height is not None:
         spec = {**spec, "height": height}
+    if "padding" not in spec:  # Streamlit's theme draws to the edge: a rotated y title's "p" and "(" would be cut
+        spec = {**spec, "padding": CHART_PADDING}
+    if SVG_CHARTS:  # drawn as SVG, which a browser test reads text by text (tests/e2e/test_chart_text_e2e.py)
+        spec = {**spec, "usermeta": {**spec.get("usermeta", {}), "embedOptions": {"renderer": "svg"}}}
     if width == "stretch" and spec.get("autosize") == {"type": "pad"}:
         spec = {**spec, "autosize": {"type": "fit-x", "contains": "padding"}}
     if isinstance(spec.get("datasets"), dict):

@@ -34,7 +34,7 @@ from core.present.figures import (
     sweep_frontier,
 )
 from core.store import Store
-from tests.helpers import FIXTURES
+from tests.helpers import CHART_READ, FIXTURES, chart_problems
 
 pytestmark = [pytest.mark.e2e]
 
@@ -52,8 +52,9 @@ def cat(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _roofline(cat: Any, big: bool) -> dict[str, Any]:
-    view = roofline_view(cat, MOE.model_copy(update={"batch": 1}), ("b200", "mi300x", "a100-80gb-sxm"), ("bf16", "fp8", "fp4"))
-    return roofline_at(cat, view, MOE, big=big, operations=False).chart
+    sc = MOE.model_copy(update={"eff_bandwidth": 0.8, "eff_compute": 0.7})  # derated roofs beside the datasheet's
+    view = roofline_view(cat, sc.model_copy(update={"batch": 1}), ("b200", "mi300x", "a100-80gb-sxm"), ("bf16", "fp8", "fp4"))
+    return roofline_at(cat, view, sc, big=big, operations=False).chart
 
 
 def _overview(cat: Any) -> dict[str, Any]:
@@ -105,37 +106,6 @@ CHARTS: dict[str, tuple[Callable[..., Any], str]] = {
     "tour, batching": (lambda cat, _: _tour_batching(cat), "page"),
 }
 
-#: Each text of the SVG as laid out (its box, its Vega role), each axis (its domain's box and its labels' centres) and
-#: each legend's symbols (how each is drawn).
-_READ = """(svg) => {
-  document.body.innerHTML = svg;
-  const root = document.querySelector("svg");
-  const role = (e) => { const g = e.closest("g[class*='role-']"); return g ? g.getAttribute("class") : ""; };
-  const shown = (e) => { for (let x = e; x && x !== root; x = x.parentElement) { if (x.getAttribute("opacity") === "0") return false; } return true; };
-  const texts = [...root.querySelectorAll("text")].filter(t => t.textContent.trim() && shown(t)).map(t => {
-    const r = t.getBoundingClientRect();
-    return {text: t.textContent, role: role(t), fill: t.getAttribute("fill") || "", x0: r.left, y0: r.top, x1: r.right, y1: r.bottom};
-  });
-  const axes = [...root.querySelectorAll("g.role-axis")].map(a => {
-    const d = a.querySelector("g.role-axis-domain path, g.role-axis-domain line");
-    const labels = [...a.querySelectorAll("g.role-axis-label text")].filter(t => t.textContent.trim() && shown(t)).map(t => {
-      const r = t.getBoundingClientRect(); return {text: t.textContent, x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2};
-    });
-    const grid = a.querySelector("g.role-axis-grid");
-    const box = d ? d.getBoundingClientRect() : (grid ? grid.getBoundingClientRect() : null);
-    return {box: box && {x0: box.left, y0: box.top, x1: box.right, y1: box.bottom}, labels};
-  });
-  const legends = [...root.querySelectorAll("g.role-legend")].map(l => {
-    const title = l.querySelector("g.role-legend-title text");
-    const symbols = [...l.querySelectorAll("g.role-legend-symbol path")].map(p =>
-      [p.getAttribute("d"), p.getAttribute("fill"), p.getAttribute("stroke"), p.getAttribute("stroke-dasharray") || ""].join(" | "));
-    const labels = [...l.querySelectorAll("g.role-legend-label text")].map(t => t.textContent);
-    return {title: title ? title.textContent : "", symbols, labels};
-  });
-  const whole = root.getBoundingClientRect();
-  return {texts, axes, legends, width: whole.width, left: whole.left};
-}"""
-
 
 def _published(cat: Any) -> dict[str, Any]:
     from core.present.evidence import reference_view
@@ -165,33 +135,6 @@ def _at_width(spec: dict[str, Any], width: int) -> dict[str, Any]:
     return {**spec, "width": width, "autosize": {"type": "fit-x", "contains": "padding"}}
 
 
-def _overlaps(texts: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """Pairs of texts whose boxes overlap by more than a pixel each way."""
-    out = []
-    for i, a in enumerate(texts):
-        for b in texts[i + 1 :]:
-            if min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 1 and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 1:
-                out.append((f"{a['text']} ({a['role']})", f"{b['text']} ({b['role']})"))
-    return out
-
-
-def _uncovered(axes: list[dict[str, Any]]) -> list[str]:
-    """Axes whose labels leave an end of the axis unlabelled: the nearest label more than a third of its length away."""
-    out = []
-    for axis in axes:
-        box, labels = axis["box"], axis["labels"]
-        if box is None or len(labels) < 1:
-            continue
-        across = box["x1"] - box["x0"] >= box["y1"] - box["y0"]
-        lo, hi = (box["x0"], box["x1"]) if across else (box["y0"], box["y1"])
-        spots = [lab["x"] if across else lab["y"] for lab in labels]
-        if hi - lo < 40:
-            continue
-        if min(spots) - lo > (hi - lo) / 3 or hi - max(spots) > (hi - lo) / 3:
-            out.append(f"{'x' if across else 'y'} axis labels {[lab['text'] for lab in labels]} over {lo:.0f}-{hi:.0f} px")
-    return out
-
-
 def _specs(name: str, cat: Any, tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     made = CHARTS[name][0](cat, tmp_path_factory)
     return made if isinstance(made, list) else [made]
@@ -206,21 +149,72 @@ def test_a_crowded_chart_reads_cleanly(browser, cat, tmp_path_factory, name, scr
     problems: list[str] = []
     for spec in _specs(name, cat, tmp_path_factory):
         assert spec is not None, name
-        read = page.evaluate(_READ, export_chart(_at_width(spec, width), "svg").decode("utf-8"))
-        assert read["texts"], name
-        cut = [t["text"] for t in read["texts"] if t["text"].rstrip().endswith("…")]
-        problems += [f"cut: {t}" for t in cut]
-        edge = read["left"] + read["width"]
-        problems += [f"clipped: {t['text']}" for t in read["texts"] if t["x1"] > edge + 1 or t["x0"] < read["left"] - 1]
-        problems += [f"overlap: {a} / {b}" for a, b in _overlaps(read["texts"])]
-        problems += [f"uncovered: {u}" for u in _uncovered(read["axes"])]
-        # a label says which mark it names: two alike in one colour cannot (two curves' "batch 64" each in its colour can)
-        marks = [(t["text"], t["fill"]) for t in read["texts"] if "role-mark" in t["role"]]
-        problems += [f"the same label twice: {t}" for t in sorted(set(marks)) if marks.count(t) > 1]
-        for legend in read["legends"]:
-            drawn = legend["symbols"]
-            if len(set(drawn)) < len(drawn):
-                twins = [lab for lab, s in zip(legend["labels"], drawn, strict=False) if drawn.count(s) > 1]
-                problems.append(f"legend {legend['title']!r}: entries drawn alike: {twins}")
+        read = page.evaluate(CHART_READ, export_chart(_at_width(spec, width), "svg").decode("utf-8"))
+        problems += chart_problems(read)
     context.close()
     assert not problems, f"{name} at {width} px:\n" + "\n".join(problems)
+
+
+#: Pages as a room sees them, crowded: (link, how many charts at least are drawn on it).
+PAGE_LINKS = {
+    "overview": "?model=deepseek-v3&gpu=h200-sxm&num_gpus=8&weights=fp8",
+    "roofline": "roofline?rf_compare=b200,mi300x,a100-80gb-sxm&rf_precisions=bf16,fp8,fp4&model=deepseek-v3&gpu=h200-sxm&num_gpus=8&weights=fp8",
+    "ridges": "ridges?rd_precision=fp8",
+    "calculator": "calculator?spec_draft_len=4",
+    "compare": "compare?cmp_gpus=" + ",".join(EIGHT),
+    "sweep": "sweep",
+    "measured": "measured",
+    "measured, a dataset": "measured?ms_view=Your+datasets",
+    "tour": "tour?tour_step=5.+Batching+is+free+until+the+ridge&model=deepseek-v3&gpu=h200-sxm&num_gpus=8&weights=fp8",
+}
+#: (viewport, presentation mode)
+SCREENS = {"1280": ((1280, 900), False), "1600": ((1600, 1000), False), "1280x800 presenting": ((1280, 800), True)}
+
+
+@pytest.fixture(scope="module")
+def svg_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """An app server that draws every chart as SVG (ROOFLINE_SVG_CHARTS=1), in Streamlit's theme, as the page shows it;
+    its store holds one dataset imported by the CLI (the generic CSV fixture: decode rows over several batches)."""
+    import subprocess
+    import sys
+
+    from tests.helpers import ROOT, Server
+
+    db = tmp_path_factory.mktemp("svg") / "store.duckdb"
+    subprocess.run(
+        [sys.executable, "-m", "core.cli", "import", str(FIXTURES / "generic.csv"), "--db", str(db)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    srv = Server(db, ROOFLINE_SVG_CHARTS="1")
+    yield srv
+    srv.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("screen", list(SCREENS))
+@pytest.mark.parametrize("name", list(PAGE_LINKS))
+def test_every_chart_on_a_crowded_page_reads_cleanly_as_drawn(svg_server, browser, name, screen):
+    """The same reading of every chart the page draws, in the browser, in Streamlit's theme and fonts, at the page's own
+    width: normal mode at 1280 and 1600 px (the sidebar open), presentation mode at 1280 x 800."""
+    from playwright.sync_api import expect
+
+    from tests.helpers import opened
+
+    (w, h), presenting = SCREENS[screen]
+    context = browser.new_context(viewport={"width": w, "height": h})
+    page = context.new_page()
+    link = PAGE_LINKS[name]
+    opened(page, svg_server.url(link + ("&" if "?" in link else "?") + "present=true" if presenting else link))
+    main = page.locator("[data-testid='stMain']")
+    main.locator("[data-testid='stVegaLiteChart'] svg.marks").first.wait_for()
+    expect(main.locator("[data-testid='stSkeleton']")).to_have_count(0)
+    page.wait_for_timeout(500)  # Vega sizes a stretched chart to its column once drawn
+    charts = [c for c in main.locator("[data-testid='stVegaLiteChart'] svg.marks").all() if c.is_visible()]
+    assert charts, name
+    problems = []
+    for i, chart in enumerate(charts):
+        problems += [f"chart {i + 1}: {p}" for p in chart_problems(chart.evaluate(CHART_READ))]
+    context.close()
+    assert not problems, f"{name} at {screen}:\n" + "\n".join(problems)

@@ -103,4 +103,5 @@ def test_log_ticks_label_the_whole_range_1_2_5_then_coarser_or_finer():
     assert log_ticks(40, 60) == [40, 50, 60]  # inside one decade: 1-1.5-2-3...-9
     assert log_ticks(0.01, 1e6) == [0.01, 0.1, 1, 10, 100, 1000, 1e4, 1e5, 1e6]  # 1-2-5 and 1-3 make too many
     assert log_ticks(1, 1000) == [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # ten: still 1-2-5
+    assert log_ticks(350, 4900) == [500, 1000, 2000, 3000]  # 1-2-5 stops at 2,000 of 4,900: 3 fills the end
     assert log_ticks(5, 5) == [] and log_ticks(-1, 10) == []

@@ -294,3 +294,22 @@ def test_label_layout_keeps_labels_apart_and_leaves_out_one_with_no_room():
     (ax, ay), (bx, by) = plot.px(*a), plot.px(*b)
     wa, wb, h = 13 * 0.6 * 11, 14 * 0.6 * 11, 1.25 * 11
     assert abs(ax - bx) >= (wa + wb) / 2 or abs(ay - by) >= h
+
+
+def test_every_roof_of_a_crowded_chart_is_drawn_unlike_the_others(cat):
+    """Four accelerators at three precisions with derated roofs (issue 31: MI300X bf16 and H100 fp8 derated shared a
+    colour): each roof a distinct (colour, dash); a derated roof takes its datasheet roof's colour and a dash."""
+    sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=1, eff_bandwidth=0.8, eff_compute=0.7)
+    view = roofline_view(cat, sc, ("b200", "mi300x", "a100-80gb-sxm"), ("bf16", "fp8", "fp4"))
+    spec = roofline_at(cat, view, sc, operations=False).chart
+    roof = next(layer for layer in spec["layer"] if layer.get("data", {}).get("name") == "roofs")
+    colour, dash = roof["encoding"]["color"]["scale"], roof["encoding"]["strokeDash"]["scale"]
+    assert colour["domain"] == dash["domain"]
+    drawn = list(zip(colour["range"], map(tuple, dash["range"]), strict=True))
+    assert len(set(drawn)) == len(drawn) >= 9, drawn  # B200 x 3, H100 x 2, MI300X x 2, A100 x 1, and H100 derated
+    legend = dict(zip(colour["domain"], drawn, strict=True))
+    for name, (c, d) in legend.items():
+        if "(derated)" in name:
+            base = next(k for k in legend if k.startswith(name.split(" (derated)")[0] + " ·"))
+            assert legend[base][0] == c and legend[base][1] != d, (name, base)
+    assert sum("(derated)" in k for k in legend) >= 1
