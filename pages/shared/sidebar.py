@@ -131,11 +131,12 @@ def report_of_page(
     }
 
 
-def _roofline_sections(sc: Scenario) -> list[Section]:
-    """The roofline page's view for its report: its chart with the overlay accelerators and precisions chosen."""
+def _roofline_sections(sc: Scenario, compare: Sequence[str], precisions: Sequence[str]) -> list[Section]:
+    """The roofline page's view for its report: its chart with the overlay accelerators (`compare`) and precisions
+    chosen, as the page's controls held them in the run that drew the report's button."""
     cat = catalogue(datasheet=True)  # as the page draws it: datasheet roofs beside the measured ones
-    overlay = [g for g in st.session_state.get("rf_compare") or [] if g in cat.gpu_index and g != sc.gpu]
-    precisions = list(st.session_state.get("rf_precisions") or [])
+    overlay = [g for g in compare if g in cat.gpu_index and g != sc.gpu]
+    precisions = list(precisions)
     view = roofline_view(cat, sc.model_copy(update={"batch": 1}), overlay, precisions)
     shown = roofline_at(cat, view, sc, operations=False)
     step = shown.points.filter(pl.col("point") == "decode step").row(0, named=True)
@@ -160,8 +161,11 @@ def share_panel(cat: Catalogue) -> None:
     held = held if held and held["page"] == current_page() else {"title": "", "scenario": None, "sections": (), "subject": None, "gpus": ()}
     page, report_sc = held["title"], held["scenario"] or sc
 
+    # read now: the report is made when its button is pressed, outside this run, where the page's controls are not
+    chosen = (list(st.session_state.get("rf_compare") or []), list(st.session_state.get("rf_precisions") or []))
+
     def report() -> bytes:
-        sections = held["sections"] or (_roofline_sections(report_sc) if current == "roofline" else ())
+        sections = held["sections"] or (_roofline_sections(report_sc, *chosen) if current == "roofline" else ())
         return report_html(
             cat, report_sc, page=page or current.title(), sections=sections, subject=held["subject"], gpus=held["gpus"]
         ).encode("utf-8")

@@ -7,6 +7,7 @@ import re
 import urllib.parse
 from pathlib import Path
 
+import polars as pl
 import pytest
 from playwright.sync_api import expect
 
@@ -160,3 +161,28 @@ def test_the_compare_report_is_the_comparisons_not_the_sidebars_scenario(server,
     cat = load_catalogue(Store(tmp_path / "c.duckdb"))
     for g in ("mi300x", "b200"):
         assert all(u.replace("&", "&amp;") in text for u in cat.gpu(g).sources), g
+
+
+def test_the_roofline_report_holds_the_pages_overlays_and_precisions(server, page, tmp_path):
+    """Issue 31: with B200 and A100 overlaid at bf16 and fp8, the roofline page's report says so and its chart "as on
+    the page" draws every one of those roofs (each named in the chart's legend with its ridge), not the H100's alone."""
+    from core.catalogue.catalogue import load_catalogue
+    from core.model.roofline import ridge_points
+    from core.store import Store
+
+    page.set_viewport_size(TALL)
+    opened(page, server.url("roofline?rf_compare=b200&rf_compare=a100-80gb-sxm&rf_precisions=bf16&rf_precisions=fp8"))
+    with page.expect_download() as info:
+        page.get_by_role("button", name=re.compile("Report")).click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    text = path.read_text(encoding="utf-8")
+    section = text[text.index("Roofline, as on the page") :]
+    assert "with NVIDIA B200 (HGX/DGX SXM), NVIDIA A100 80GB SXM4 overlaid at bf16, fp8" in section
+    cat = load_catalogue(Store(tmp_path / "c.duckdb"))
+    ridges = ridge_points(cat.gpus.filter(pl.col("id").is_in(["h100-sxm", "b200", "a100-80gb-sxm"])))
+    shown = ridges.filter(pl.col("precision").is_in(["bf16", "fp8"]))
+    assert shown.height == 5  # the A100 has no fp8: H100 x 2, B200 x 2, A100 bf16
+    for row in shown.iter_rows(named=True):
+        legend = f"{row['name']} · {row['precision']} · ridge {row['ridge']:,.0f} FLOP/byte"
+        assert legend.replace("&", "&amp;") in section, legend
