@@ -56,9 +56,10 @@ def published_view(cat: Catalogue, lead: Any = None, box: Any = None) -> None:
     m3.metric("Accelerators", f"{rows['gpu'].n_unique() if rows.height else 0:,}", help="Distinct accelerators among the rows kept.")
     decode = rows.filter(((pl.col("metric") == "output_tokens_per_s") & (pl.col("phase") == "decode")) | (pl.col("metric") == "tpot"))
     m4.metric(
-        "Median share of ceiling (decode)",
+        "Median decode share",
         f"{decode['ratio'].median():.0%}" if decode.height else "—",
-        help="Decode throughput and time per output token: the measured rate over the ceiling of the same scenario (for TPOT: ceiling time over measured time).",
+        help="The median share of its ceiling that a decode measurement reached (decode throughput and time per output "
+        "token): the measured rate over the ceiling of the same scenario (for TPOT: ceiling time over measured time).",
     )
     if not rows.height:
         st.info("No published measurement passes these filters: clear one of them.", icon=":material/filter_alt_off:")
@@ -104,7 +105,7 @@ def published_view(cat: Catalogue, lead: Any = None, box: Any = None) -> None:
     figures = (
         ("Published measurements", f"{rows.height:,} of {view.total:,}"),
         ("Sources", f"{view.sources:,}"),
-        ("Median share of ceiling (decode)", f"{decode['ratio'].median():.0%}" if decode.height else "—"),
+        ("Median decode share of ceiling", f"{decode['ratio'].median():.0%}" if decode.height else "—"),
     )
     shown = Section("Published measurements", text=kept, figures=figures, table=table, charts=(chart,), line=kept)
     _scorecard(cat, box, shown)

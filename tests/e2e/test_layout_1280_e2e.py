@@ -163,3 +163,20 @@ def test_nothing_is_cut_at_1280(server: Any, narrow: Any, name: str) -> None:
         where = f"{name}: table starting '{grid['first']}' ({grid['cols']} columns)"
         assert grid["lastIndex"] == grid["cols"] and grid["lastInside"], f"{where}: its last column cannot be reached: {grid}"
         assert grid["fits"] or grid["hint"], f"{where}: wider than the page at 1280 px and nothing says it scrolls sideways"
+
+
+#: Each element of a metric's label that cuts its text with an ellipsis, where its text is wider than it.
+_CUT_LABELS = """() => [...document.querySelectorAll("[data-testid='stMain'] [data-testid='stMetricLabel'] *")]
+  .filter(e => e.offsetParent !== null && getComputedStyle(e).textOverflow === "ellipsis" && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.innerText)"""
+
+
+@pytest.mark.parametrize("name", list(PAGES))
+def test_no_metric_label_is_cut_at_1280(server, browser, name):
+    """A headline figure's label reads whole at 1280 x 800 (issue 31: "Median share of ceiling (de…" on the measured page)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    opened(page, server.url(PAGES[name]))  # the run finished and drawn: every metric it has is on the page
+    cut = page.evaluate(_CUT_LABELS)
+    context.close()
+    assert not cut, (name, cut)
