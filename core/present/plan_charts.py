@@ -6,7 +6,6 @@ orange is compute. Log scales only ever see values > 0 (core.present.charts.posi
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import altair as alt
@@ -14,6 +13,7 @@ import polars as pl
 
 from core.plan.planning import COMPONENTS, MEMORY_SEGMENTS
 from core.present.charts import ACCELERATOR_COLOURS, BOUND_SCALE, COMPUTE_COLOUR, MEMORY_COLOUR, SI_FORMAT, log_ticks, positive
+from core.present.label_layout import Box, Plot, box_at, text_size
 
 COMPONENT_SCALE = alt.Scale(
     domain=list(COMPONENTS), range=[MEMORY_COLOUR, "#6baed6", "#c6dbef", COMPUTE_COLOUR, "#6b46c1", "#0d9488", "#a0aec0"]
@@ -151,57 +151,42 @@ def _clear_labels(
 ) -> pl.DataFrame:
     """The frontier's plain batch labels that touch no other text at `width` x `height` px (a wider chart only spreads
     them): the current batch's and the ridge's labels are placed first (their batches get no plain label), then each
-    batch's in order of batch, kept where its box is clear of those kept before. A label's box is estimated from its
-    characters (about 0.6 of the font size each) at its mark's offsets."""
+    batch's in order of batch, kept where its box is clear of those kept before (boxes as core.present.label_layout
+    sizes them)."""
+    plot = Plot(tuple(x_dom), tuple(y_dom), width, height)  # type: ignore[arg-type]
 
-    def box(row: dict[str, Any], dx: float, dy: float, font: float, align: str) -> Box:
-        px, py = _log_px(row["tokens_per_s_total"], x_dom, width), height - _log_px(row["tokens_per_s_per_user"], y_dom, height)
-        return _text_box(px, py, row["label"], dx, dy, font, align)
+    def box(row: dict[str, Any], dx: float, dy: float, font: float, right: bool) -> Box:
+        return _text_box(plot, row["tokens_per_s_total"], row["tokens_per_s_per_user"], row["label"], dx, dy, font, right)
 
-    taken = [box(r, -14, 14, 11, "right") for r in current.iter_rows(named=True)]
-    taken += [box(r, -12, -12, 11, "right") for r in ridge.iter_rows(named=True)]
+    taken = [box(r, -14, 14, 11, True) for r in current.iter_rows(named=True)]
+    taken += [box(r, -12, -12, 11, True) for r in ridge.iter_rows(named=True)]
     own = set(current["batch"].to_list()) | set(ridge["batch"].to_list())
     kept = []
     for r in data.sort("batch").iter_rows(named=True):
-        if r["batch"] in own:
-            continue
-        b = box(r, 7, -7 + 5, 10, "left")  # baseline "middle": 5 px under the offset
-        if _clear(b, taken):
+        b = box(r, 7, -7, 10, False)
+        if r["batch"] not in own and not any(b.overlaps(t) for t in taken):
             taken.append(b)
             kept.append(r["batch"])
     return data.filter(pl.col("batch").is_in(kept))
 
 
-Box = tuple[float, float, float, float]
-
-
-def _log_px(value: float, dom: list[float], span: int) -> float:
-    """Where `value` lies on a log axis over `dom` drawn `span` px long, from its low end."""
-    return (math.log10(value) - math.log10(dom[0])) / (math.log10(dom[1]) - math.log10(dom[0])) * span
-
-
-def _text_box(px: float, py: float, text: str, dx: float, dy: float, font: float, align: str) -> Box:
-    """A text's box (left, top, right, bottom px) drawn at a mark at (px, py) with offsets dx, dy: its width estimated
-    at 0.6 of the font size a character, sitting on its baseline."""
-    w = 0.6 * font * len(text)
-    left = px + dx - (w if align == "right" else 0.0)
-    return left, py + dy - font, left + w, py + dy + 2.0
-
-
-def _clear(box: Box, taken: list[Box]) -> bool:
-    """Whether a box touches none of `taken`."""
-    return all(box[2] <= t[0] or t[2] <= box[0] or box[3] <= t[1] or t[3] <= box[1] for t in taken)
+def _text_box(plot: Plot, x: float, y: float, text: str, dx: float, dy: float, font: float, right: bool) -> Box:
+    """The box of a text mark drawn at data point (x, y) with offsets dx, dy px, aligned left of that place or (`right`)
+    right of it, its baseline in the middle."""
+    px, py = plot.px(x, y)
+    half = text_size(text, font)[0] / 2
+    return box_at(px + dx - half if right else px + dx + half, py + dy, text, font)
 
 
 def _clear_kept(kept: pl.DataFrame, y: str, x_dom: list[float], y_dom: list[float], width: int, height: int) -> pl.DataFrame:
     """The kept configurations whose "batch N" label touches no other's at `width` x `height` px, taken from the top
     of the plot down; a ring without a label still marks its configuration (its tooltip and the table give the batch)."""
+    plot = Plot(tuple(x_dom), tuple(y_dom), width, height)  # type: ignore[arg-type]
     taken: list[Box] = []
     keep = []
     for r in kept.with_row_index("_i").sort(y, descending=True).iter_rows(named=True):
-        px, py = _log_px(r["tokens_per_s_per_user"], x_dom, width), height - _log_px(r[y], y_dom, height)
-        b = _text_box(px, py, r["label"], 12, -10 + 5, 11, "left")
-        if _clear(b, taken):
+        b = _text_box(plot, r["tokens_per_s_per_user"], r[y], r["label"], 12, -10, 11, False)
+        if not any(b.overlaps(t) for t in taken):
             taken.append(b)
             keep.append(r["_i"])
     return kept.with_row_index("_i").filter(pl.col("_i").is_in(keep)).drop("_i")
