@@ -193,7 +193,8 @@ def report_html(
         f"<title>Roofline report: {e(heading)}</title>",
         "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#0f172a}"
         "table{border-collapse:collapse;margin:1em 0;display:block;max-width:100%;overflow-x:auto}"
-        "td,th{border:1px solid #cbd5e1;padding:4px 8px;text-align:left;max-width:28em;overflow-wrap:anywhere}"
+        "td,th{border:1px solid #cbd5e1;padding:4px 8px;text-align:left;max-width:28em;overflow-wrap:break-word}"
+        ".long{overflow-wrap:anywhere}"
         "th{background:#f1f5f9}.num{text-align:right}.flag{color:#b45309}</style>",
         "</head><body>",
         f"<h1>Roofline report: {e(heading)}</h1>",
@@ -297,9 +298,19 @@ def _section(section: Section, line: str, parts: Sequence[str]) -> str:
 def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:
     """An HTML table; every cell escaped."""
     e = html.escape
-    head = "<tr>" + "".join(f"<th>{e(c)}</th>" for c in columns) + "</tr>" if columns else ""
-    body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    head = "<tr>" + "".join(f"<th{_wrap(c)}>{e(c)}</th>" for c in columns) + "</tr>" if columns else ""
+    body = "".join("<tr>" + "".join(f"<td{_wrap(str(c))}>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table>{head}{body}</table>"
+
+
+#: A word longer than this (a URL, an id) may break anywhere in its cell, so the table keeps to the page; shorter ones
+#: never break ("compute-bound", not "comput / e").
+LONG_WORD = 24
+
+
+def _wrap(text: str) -> str:
+    """The cell's class: `long` where one of its words is longer than LONG_WORD characters."""
+    return ' class="long"' if any(len(w) > LONG_WORD for w in text.split()) else ""
 
 
 def _scaled(value: float | None, unit: float, digits: int = 4) -> str:

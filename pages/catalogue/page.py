@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import polars as pl
 import streamlit as st
 
 from core.catalogue.catalogue import filter_table
-from core.present.tables import accelerator_table, model_table
+from core.present.report import Section
+from core.present.tables import accelerator_table, model_table, profiles_display
 from core.present.text import escape_markdown, plural
 from pages.catalogue.forms import custom_accelerator_form, custom_model_form, delete_custom_form, probe_form
 from pages.shared.data import catalogue, store
 from pages.shared.params import presenting
+from pages.shared.sidebar import report_of_page
 from pages.shared.ui import data_table
 
 st.title("Catalogue")
@@ -55,7 +58,8 @@ with tab_gpus:
         bind="query-params",
         help="SXM, PCIe, OAM, chip ...",
     )
-    shown = accelerator_table(filter_table(gpus, text, vendor=vendors, form_factor=forms))
+    picked = filter_table(gpus, text, vendor=vendors, form_factor=forms)
+    shown = accelerator_table(picked)
     if shown.is_empty():
         st.info("No accelerator matches these filters.", icon=":material/search_off:")
     else:
@@ -71,6 +75,14 @@ with tab_gpus:
         st.caption(
             f"{shown.height:,} of {plural(gpus.height, 'accelerator')}. A dash: the precision is not supported natively (never zero)."
         )
+    # the report's part when this tab is shown: what it lists, under the search and filters that chose it
+    gpu_filters = [f"search '{text}'" if text else "", ", ".join(vendors), ", ".join(forms)]
+    gpu_part = Section(
+        "Accelerators" + "".join(f" · {f}" for f in gpu_filters if f),
+        text=f"{shown.height:,} of {plural(gpus.height, 'accelerator')}; every figure the vendor's dense peak in decimal units.",
+        figures=(("Accelerators listed", f"{shown.height:,} of {gpus.height:,}"),),
+        table=shown if shown.height else None,
+    )
 
 with tab_models:
     models = model_table(cat.models)
@@ -94,6 +106,13 @@ with tab_models:
         st.caption(
             f"{shown.height:,} of {plural(models.height, 'model')}. Parameters are computed from each config.json and checked against the published count."
         )
+    model_filters = [f"search '{text}'" if text else "", ", ".join(kinds)]
+    model_part = Section(
+        "Models" + "".join(f" · {f}" for f in model_filters if f),
+        text=f"{shown.height:,} of {plural(models.height, 'model')}, each from its config.json.",
+        figures=(("Models listed", f"{shown.height:,} of {models.height:,}"),),
+        table=shown if shown.height else None,
+    )
 
 with tab_custom:
     if store().read_only:
@@ -111,3 +130,22 @@ with tab_custom:
 
 with tab_probe:
     probe_form()
+
+# the report is of the tab shown: its list, with the filters that chose it
+custom = [(a.name, "accelerator", g) for g, a in cat.accelerators.items() if a.custom]
+custom += [(r.name, "model", m) for m, r in cat.records.items() if r.custom]
+if tab_models.open:
+    part, cited = model_part, []
+elif tab_custom.open:
+    listed = pl.DataFrame(custom, schema=["name", "kind", "id"], orient="row") if custom else None
+    part, cited = (
+        Section("Your custom entries", text=f"{plural(len(custom), 'custom entry', 'custom entries')} in the store.", table=listed),
+        [],
+    )
+elif tab_probe.open:
+    profiles = profiles_display(cat) if not cat.profiles.is_empty() else None
+    count = 0 if profiles is None else profiles.height
+    part, cited = Section("Measured profiles", text=f"{plural(count, 'measured profile')} in the store.", table=profiles), []
+else:
+    part, cited = gpu_part, picked["id"].to_list()
+report_of_page("Catalogue", None, [part], subject=f"Catalogue: {part.title}", gpus=cited)

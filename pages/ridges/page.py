@@ -8,9 +8,11 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.present.figures import RidgeView, ridge_view
+from core.present.report import Section
 from core.present.text import escape_markdown, plural
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import presenting, scenario
+from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, show_chart
 
 PRECISIONS = ["bf16", "fp8", "fp4", "int8", "fp16"]
@@ -85,13 +87,21 @@ years = c4.slider(
 )
 fig = figures(cat, precision, tuple(vendors), tuple(forms), tuple(years), sc.batch, sc.weights, big, sc.gpu)
 head = lead if big else st.container()
+# the selection as the report's subject names it: the precision, then each filter that leaves something out
+chosen = [", ".join(vendors), ", ".join(forms)] + ([f"{years[0]}-{years[1]}"] if tuple(years) != span else [])
+subject = f"Ridge points at {precision}" + "".join(f" · {part}" for part in chosen if part)
 if fig.table.is_empty() or fig.chart is None or fig.shown is None or fig.groups is None:
-    head.info(f"No accelerator in this selection supports {precision} natively.", icon=":material/search_off:")
+    empty = f"No accelerator in this selection supports {precision} natively."
+    head.info(empty, icon=":material/search_off:")
+    report_of_page("Ridge points", None, [Section(subject, text=empty)], subject=subject)
     st.stop()
 n_compute = int((fig.table["bound"] == "compute").sum())
-head.metric(
+headline = (
     f"Compute-bound at batch {sc.batch} ({sc.weights} weights, {precision} peak)",
     f"{n_compute:,} of {plural(fig.table.height, 'accelerator')}",
+)
+head.metric(
+    *headline,
     help="An accelerator is compute-bound for the decode matmuls once 2 × batch ÷ bytes per weight reaches its ridge.",
 )
 (st if big else head).markdown(  # presentation mode: under the chart (the metric above says it)
@@ -110,3 +120,22 @@ data_table(fig.shown, f"ridges {precision}", key="rd_table")
 st.subheader("By precision")
 show_chart(fig.groups, width="stretch")
 chart_exports(fig.groups, "ridges-by-precision")
+
+report_of_page(
+    "Ridge points",
+    None,
+    [
+        Section(
+            subject,
+            text=f"Batch {sc.batch}, weights {sc.weights}: the decode matmul's intensity is about {fig.intensity:,.0f} FLOP/byte "
+            f"(2 × batch ÷ bytes per weight). An accelerator whose ridge (dense {precision} peak ÷ memory bandwidth) lies below it "
+            "is compute-bound at this batch.",
+            figures=(headline,),
+            table=fig.shown,
+            charts=(fig.chart, fig.groups),
+            line=subject,
+        )
+    ],
+    subject=subject,
+    gpus=fig.table["id"].to_list(),
+)

@@ -64,3 +64,17 @@ def test_the_calculator_reports_sentences_agree_on_which_step_they_mean(cat):
     assert f"Verifying 5 tokens of each sequence per step, the decode matmuls reach the ridge at batch {verify:,}" in frontier_reading(
         cat, sc, frontier(cat, sc, result=r), result=r
     )
+
+
+def test_a_report_table_breaks_only_long_words(cat):
+    """The ridge report's table read "comput / e" and "vendo / r": every cell could break anywhere. Now only a cell with a
+    word longer than 24 characters (a URL) may break mid-word, so the table still keeps to the page."""
+    import polars as pl
+
+    url = "https://www.amd.com/en/products/accelerators/instinct/mi300/mi300x.html"
+    table = pl.DataFrame({"vendor": ["AMD"], "bound": ["compute-bound"], "source": [url]})
+    page = report_html(cat, Scenario(gpu="h100-sxm", model="llama-3.1-8b"), sections=[Section("T", table=table)])
+    css = re.search(r"<style>(.*?)</style>", page).group(1)  # type: ignore[union-attr]
+    rules = dict(re.findall(r"([^{}]+)\{([^}]*)\}", css))
+    assert "anywhere" not in rules["td,th"] and "overflow-wrap:anywhere" in rules[".long"]
+    assert "<td>AMD</td><td>compute-bound</td>" in page and f'<td class="long">{url}</td>' in page
