@@ -367,8 +367,11 @@ CHART_READ = """(svg) => {
     const labels = [...l.querySelectorAll("g.role-legend-label text")].map(t => t.textContent);
     return {title: title ? title.textContent : "", symbols, labels};
   });
+  const symbols = [...root.querySelectorAll("g.mark-symbol path")].filter(shown).map(p => {
+    const r = p.getBoundingClientRect(); return {x0: r.left, y0: r.top, x1: r.right, y1: r.bottom};
+  });
   const whole = frame.getBoundingClientRect();
-  return {texts, axes, legends, width: whole.width, left: whole.left};
+  return {texts, axes, legends, symbols, width: whole.width, left: whole.left, top: whole.top, height: whole.height};
 }"""
 
 
@@ -380,6 +383,11 @@ def _overlaps(texts: list[dict[str, Any]]) -> list[tuple[str, str]]:
             if min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 1 and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 1:
                 out.append((f"{a['text']} ({a['role']})", f"{b['text']} ({b['role']})"))
     return out
+
+
+def _inside(text: dict[str, Any], mark: dict[str, Any]) -> bool:
+    """Whether a text's box covers more than 2 px of a marker's each way."""
+    return min(text["x1"], mark["x1"]) - max(text["x0"], mark["x0"]) > 2 and min(text["y1"], mark["y1"]) - max(text["y0"], mark["y0"]) > 2
 
 
 def _uncovered(axes: list[dict[str, Any]]) -> list[str]:
@@ -406,8 +414,14 @@ def chart_problems(read: dict[str, Any]) -> list[str]:
     problems = [f"cut: {t['text']}" for t in read["texts"] if t["text"].rstrip().endswith("…")]
     edge = read["left"] + read["width"]
     problems += [f"clipped: {t['text']}" for t in read["texts"] if t["x1"] > edge + 1 or t["x0"] < read["left"] - 1]
+    if "top" in read:  # above or below its frame: a chart fitted into a box smaller than it (its title cut off the top)
+        low = read["top"] + read["height"]
+        problems += [f"clipped: {t['text']}" for t in read["texts"] if t["y0"] < read["top"] - 1 or t["y1"] > low + 1]
     problems += [f"overlap: {a} / {b}" for a, b in _overlaps(read["texts"])]
     problems += [f"uncovered: {u}" for u in _uncovered(read["axes"])]
+    # a mark's label over a marker (its own or another's) hides it: labels are placed clear of every marker
+    labels = [t for t in read["texts"] if "role-mark" in t["role"]]
+    problems += [f"over a marker: {t}" for t in sorted({t["text"] for t in labels if any(_inside(t, m) for m in read.get("symbols", []))})]
     for legend in read["legends"]:
         drawn = legend["symbols"]
         if len(set(drawn)) < len(drawn):

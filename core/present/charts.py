@@ -79,6 +79,15 @@ POINT_SHAPES = alt.Scale(
 )
 
 
+def _shapes(kinds: tuple[str, ...]) -> alt.Scale:
+    """The operating points' shapes for the kinds drawn (every kind when none is named): the legend lists only those
+    (the tour's batching step draws decode matmuls alone; it listed six shapes)."""
+    if not kinds:
+        return POINT_SHAPES
+    shape = dict(zip(POINT_SHAPES.domain, POINT_SHAPES.range, strict=True))  # type: ignore[arg-type]
+    return alt.Scale(domain=list(kinds), range=[shape[k] for k in kinds])
+
+
 #: Roof kinds on the roofline and their dashes: the datasheet solid, the derated and the probe-measured dashed.
 ROOF_DASHES = {"datasheet": [1, 0], "derated": [6, 4], "measured": [2, 3]}
 
@@ -195,13 +204,16 @@ def _roofline_base(
     y_dom: tuple[float, float],
     styles: RoofStyles,
     has_paths: bool,
+    kinds: tuple[str, ...],
     width: int,
     height: int,
     products: bool,
     batch: bool,
     legend: str,
 ) -> str:
-    layers = _roofline_layers(x_dom, y_dom, styles, has_paths, width=width, height=height, products=products, batch=batch, legend=legend)
+    layers = _roofline_layers(
+        x_dom, y_dom, styles, has_paths, kinds, width=width, height=height, products=products, batch=batch, legend=legend
+    )
     return json.dumps(layers.to_dict(validate=False))
 
 
@@ -209,7 +221,8 @@ ROOF_POINT_COLUMNS = ("point", "batch", "intensity", "attainable_flops", "share_
 
 #: How each roof is drawn: (its legend text, its colour, its dash), in the legend's order.
 RoofStyles = tuple[tuple[str, str, tuple[int, ...]], ...]
-Layout = tuple[tuple[float, float], tuple[float, float], RoofStyles, bool]
+#: (x domain, y domain, the roofs' styles, whether there are paths, the operating points' kinds drawn)
+Layout = tuple[tuple[float, float], tuple[float, float], RoofStyles, bool, tuple[str, ...]]
 #: The columns of a chart's points and paths (core.model.roofline.operating_points' types), for a chart without paths.
 _PATH_SCHEMA = {
     "point": pl.String,
@@ -337,7 +350,9 @@ def _roofline_parts(
     datasets = {k: datasets[k] for k in order if k in datasets}
     if batch is not None:
         datasets["batch"] = [{"text": f"batch {_count(batch)}"}]
-    return (x_dom, y_dom, back.styles, back.paths.height > 0), datasets
+    drawn = set(points["point"].to_list())
+    kinds = tuple(k for k in POINT_SHAPES.domain if k in drawn)  # type: ignore[union-attr]
+    return (x_dom, y_dom, back.styles, back.paths.height > 0, kinds), datasets
 
 
 def _count(value: float) -> str:
@@ -414,6 +429,7 @@ def _roofline_layers(
     y_dom: tuple[float, float],
     styles: RoofStyles,
     has_paths: bool,
+    kinds: tuple[str, ...] = (),
     *,
     width: int,
     height: int,
@@ -445,6 +461,9 @@ def _roofline_layers(
         legend=roof_legend,
     )
     below = alt.Legend(orient=orient, direction="vertical")
+    if legend == "right":  # beside the plot (presentation mode): two columns of smaller symbols, so that the roofs' legend
+        # under them fits beside the plot with eight roofs (3 overlays x 3 precisions); one column ran past its foot
+        below = alt.Legend(orient=orient, direction="vertical", columns=2, symbolSize=LEGEND_SYMBOL)
     dash = alt.StrokeDash(
         "legend",
         type="nominal",
@@ -526,7 +545,7 @@ def _roofline_layers(
         .encode(
             x=x,
             y=y,
-            shape=alt.Shape("point", type="nominal", scale=POINT_SHAPES, title="Operating point", legend=below),
+            shape=alt.Shape("point", type="nominal", scale=_shapes(kinds), title="Operating point", legend=below),
             fill=alt.Fill("bound", type="nominal", scale=BOUND_SCALE, title="Bound", legend=below),
             tooltip=tips,
         )
@@ -573,11 +592,18 @@ def _roofline_layers(
     )
     if legend == "stacked":  # Vega lays the legends under the plot one under another, from its left edge
         chart = chart.properties(config=alt.Config(legend=alt.LegendConfig(layout=STACKED_LEGENDS)))
+    if legend == "right":  # beside the plot, the three legends 8 px apart
+        chart = chart.properties(config=alt.Config(legend=alt.LegendConfig(layout=RIGHT_LEGENDS)))
     return chart
 
 
+#: The operating points' legend symbols beside the plot (presentation mode), px².
+LEGEND_SYMBOL = 70
+
 #: Vega's legend layout for legends under the plot one under another (Vega-Lite passes it on as an expression).
 STACKED_LEGENDS = alt.ExprRef(expr="{bottom: {direction: 'vertical', anchor: 'start'}}")
+#: And beside it, 8 px apart (Vega's default is 16).
+RIGHT_LEGENDS = alt.ExprRef(expr="{right: {direction: 'vertical', anchor: 'start', margin: 8}}")
 
 
 def _decades(series: list[pl.Series], pad: float) -> tuple[float, float]:
@@ -602,13 +628,13 @@ ABOVE_COLOUR = "#c53030"
 #: Accelerators (or setups) on the measured charts, one colour each: neither blue nor orange (memory- and
 #: compute-bound) nor the red of a point above its ceiling.
 ACCELERATOR_COLOURS = [c for c in ROOF_COLOURS if c != ABOVE_COLOUR]
-_ABOVE = "datum.status == 'above ceiling'"
+STATUS_SYMBOL = "#718096"
 #: The measured points' shape legend: a short title that fits the legend's width, grey symbols (a point within its
 #: ceiling has its accelerator's colour, not one of its own) and labels that say the red.
 STATUS_LEGEND = alt.Legend(
     title="Measured point",
-    symbolFillColor="#718096",
-    symbolStrokeColor="#718096",
+    symbolFillColor=STATUS_SYMBOL,
+    symbolStrokeColor=STATUS_SYMBOL,
     labelExpr="datum.label == 'above ceiling' ? 'above its ceiling (red)' : 'within its ceiling'",
 )
 
@@ -697,12 +723,15 @@ def measured_roofline_chart(
         .encode(
             x=x,
             y=y,
-            color=alt.condition(_ABOVE, alt.value(ABOVE_COLOUR), accelerator),
+            color=accelerator,  # one above its ceiling is drawn red over it (_above_layer)
             shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=STATUS_LEGEND),
             tooltip=tips,
         )
     )
-    chart = alt.LayerChart(layer=[roof_layer, pred_layer, meas_layer]).properties(title=_title(title, subtitle), width=width, height=height)
+    above = _above_layer(measured, x, y, size=150, tips=tips)
+    chart = alt.LayerChart(layer=[roof_layer, pred_layer, meas_layer, above]).properties(
+        title=_title(title, subtitle), width=width, height=height
+    )
     return chart
 
 
@@ -794,7 +823,7 @@ def throughput_batch_chart(
         .encode(
             x=x,
             y=y,
-            color=alt.condition(_ABOVE, alt.value(ABOVE_COLOUR), setup),  # a point has its setup's line's colour
+            color=setup,  # a point has its setup's line's colour; one above its ceiling is drawn red over it (_above_layer)
             shape=alt.Shape("status:N", scale=STATUS_SHAPES, legend=STATUS_LEGEND),
             tooltip=[
                 alt.Tooltip("label:N", title="Measurement"),
@@ -807,10 +836,28 @@ def throughput_batch_chart(
             ],
         )
     )
-    chart = alt.LayerChart(layer=[line_layer, point_layer]).properties(
-        title=_title(title, subtitle), width=width, height=height, config=alt.Config(legend=alt.LegendConfig(layout=STACKED_LEGENDS))
+    # its width holds the axes and legends (fit-x), its height grows with them: fitted into width x height whole, the
+    # stacked legends squeezed the plot to a strip and pushed the title off the top
+    chart = alt.LayerChart(layer=[line_layer, point_layer, _above_layer(pts, x, y)]).properties(
+        title=_title(title, subtitle),
+        width=width,
+        height=height,
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding"),
+        config=alt.Config(legend=alt.LegendConfig(layout=STACKED_LEGENDS)),
     )
     return chart
+
+
+def _above_layer(points: pl.DataFrame, x: alt.X, y: alt.Y, *, size: int = 130, tips: Sequence[alt.Tooltip] = ()) -> alt.Chart:
+    """The points above their ceiling again, as red crosses over their own marks, in no legend. (A conditional red in the
+    points' own colour would fill the status legend's symbols red, "within its ceiling" included.)"""
+    above = points.filter(pl.col("status") == "above ceiling")
+    layer: alt.Chart = (
+        alt.Chart(above)
+        .mark_point(size=size, filled=True, shape="cross", color=ABOVE_COLOUR)
+        .encode(x=x, y=y, tooltip=list(tips) or [alt.Tooltip("label:N", title="Measurement"), alt.Tooltip("status:N")])
+    )
+    return layer
 
 
 def empirical_roofs(gpus: pl.DataFrame, precisions: list[str], cells: Sequence[Any] = ()) -> pl.DataFrame:

@@ -37,7 +37,15 @@ from core.present.charts import (
     roofline_spec,
     throughput_batch_chart,
 )
-from core.present.plan_charts import comparison_bars, frontier_chart, memory_chart, purchase_frontier_chart, step_breakdown_chart
+from core.present.plan_charts import (
+    FRONTIER_HEIGHT,
+    FRONTIER_WIDTH,
+    comparison_bars,
+    frontier_chart,
+    memory_chart,
+    purchase_frontier_chart,
+    step_breakdown_chart,
+)
 from core.present.readings import comparison_reading, frontier_reading, plain_reading
 from core.present.ridge_charts import ridge_chart, ridge_precision_chart
 from core.present.tables import comparison_display, comparison_table, operations_display, what_if_display
@@ -146,23 +154,25 @@ def roofline_at(
     operations: bool = True,
     height: int | None = None,
     legend: str | None = None,
+    width: int | None = None,
 ) -> RooflineAt:
     """The view at the scenario's batch (a batch of the sweep reads the view; another is evaluated). `big`: presentation
-    mode's size and legends (ROOFLINE_SIZES, ROOFLINE_LEGEND); `height` (px) sets the plot's height instead, `legend`
-    the legends' place (core.present.charts.roofline_chart)."""
+    mode's size and legends (ROOFLINE_SIZES, ROOFLINE_LEGEND); `height` and `width` (px) set the plot's size instead
+    (`width` the narrowest it is drawn at: its labels are placed for it), `legend` the legends' place
+    (core.present.charts.roofline_chart)."""
     if sc.batch in view.ladder:
         result, points = view.ladder[sc.batch], view.paths.filter(pl.col("batch") == sc.batch)
     else:
         result, points = ceiling(cat, sc), operating_points(cat, sc)
     points = with_expected(points, result)
-    width, plot_height = ROOFLINE_SIZES[big]
+    plot_width, plot_height = ROOFLINE_SIZES[big]
     # the title holds no batch (it is in the plot's corner, from the data): the spec stays the same from batch to batch
     chart = roofline_spec(
         view.backdrop or view.roofs,
         points,
         view.paths,
         title=view.title,
-        width=width,
+        width=width or plot_width,
         height=height or plot_height,
         products=view.products,
         batch=sc.batch,
@@ -172,11 +182,17 @@ def roofline_at(
     return RooflineAt(result, points, chart, plain_reading(points, result), table)
 
 
+#: The overview roofline's plot width in normal mode (px): what its 3:5 column leaves the plot on a 1280 px screen. Its
+#: labels are placed for it, so none covers another or a marker there or on a wider screen.
+OVERVIEW_PLOT = 370
+
+
 def overview_roofline(cat: Catalogue, view: RooflineView, sc: Scenario, *, big: bool) -> RooflineAt:
     """The overview's roofline. In its 3:5 column (a 1280 px screen gives it about 490 px) the legends go one under
     another; in presentation mode (`big`) beside a plot low enough for the two rows of figures above it."""
     legend = "right" if big else "stacked"
-    shown = roofline_at(cat, view, sc, operations=False, big=big, height=280 if big else None, legend=legend)
+    width = None if big else OVERVIEW_PLOT
+    shown = roofline_at(cat, view, sc, operations=False, big=big, height=280 if big else None, legend=legend, width=width)
     if big:
         return shown
     # the title on two lines at its " · " (whole, where on one line the narrow column would cut it with an ellipsis)
@@ -289,14 +305,16 @@ class CalculatorView:
     would_fit: str | None = None  # when the scenario does not fit: the largest batch, fewest GPUs, longest context that would
 
 
-def calculator_view(cat: Catalogue, sc: Scenario) -> CalculatorView:
-    """Everything the ceiling calculator shows for one scenario (the ceiling evaluated once)."""
+def calculator_view(cat: Catalogue, sc: Scenario, *, frontier_height: int = 380) -> CalculatorView:
+    """Everything the ceiling calculator shows for one scenario (the ceiling evaluated once); the frontier's plot is
+    `frontier_height` px high (its labels are placed for it)."""
     r = ceiling(cat, sc)
     breakdown = step_breakdown_chart(step_breakdown(cat, sc, r), title=f"Decode cycle: {duration(r.cycle_time_s)}", width=440)
     memory = memory_chart(memory_use(r), title=f"{si(r.memory_required_bytes, 'B')} of {si(r.capacity_bytes, 'B')}", width=440)
     front = frontier(cat, sc, result=r)
     fits = not front.filter(pl.col("fits")).is_empty()
-    front_chart = frontier_chart(front, title="Each point is a decode batch; the curve stops where memory runs out") if fits else None
+    heading = "Each point is a decode batch; the curve stops where memory runs out"
+    front_chart = frontier_chart(front, title=heading, height=frontier_height) if fits else None
     return CalculatorView(
         result=r,
         breakdown=breakdown.to_dict(validate=False),
@@ -339,8 +357,11 @@ def compare_view(
     sort_by: str = "usd_per_million_tokens",
     title: str = "",
     basis: str = "predicted",
+    frontier_size: tuple[int, int] | None = None,
 ) -> CompareView:
-    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show."""
+    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show
+    (`frontier_size`: the frontiers' plot width and height in px as drawn, where not their own; their labels are placed
+    for it)."""
     kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices, "basis": basis}
     table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, load=load, sort_by=sort_by, **kw)
     met = int((table["status"] == "ok").sum())
@@ -349,17 +370,20 @@ def compare_view(
     views: list[Spec | None] = [None, None]
     if not curves.is_empty():
         heading = f"{title}: each curve is one configuration's batch sweep; ringed: the one kept"
-        views[0] = purchase_frontier_chart(curves, max_tpot_s=max_tpot_s, title=heading).to_dict(validate=False)
+        width, height = frontier_size or (FRONTIER_WIDTH, FRONTIER_HEIGHT)
+        views[0] = purchase_frontier_chart(curves, max_tpot_s=max_tpot_s, title=heading, width=width, height=height).to_dict(validate=False)
         if curves["usd_per_million_tokens"].is_not_null().any():
-            cost = purchase_frontier_chart(curves, y="usd_per_million_tokens", max_tpot_s=max_tpot_s, title=heading)
+            cost = purchase_frontier_chart(
+                curves, y="usd_per_million_tokens", max_tpot_s=max_tpot_s, title=heading, width=width, height=height
+            )
             views[1] = cost.to_dict(validate=False)
     reading = comparison_reading(table) if met else None
     return CompareView(table, met, reading, comparison_display(table), chart, curves, views[0], views[1])
 
 
-def sweep_frontier(rows: pl.DataFrame, *, max_tpot_s: float | None, title: str) -> Spec | None:
+def sweep_frontier(rows: pl.DataFrame, *, max_tpot_s: float | None, title: str, height: int = 420) -> Spec | None:
     """A sweep's rows on the throughput-interactivity frontier: one curve per accelerator x GPUs x model x weights x context
-    over its batches (None when no row has throughput)."""
+    over its batches (None when no row has throughput), its plot `height` px high (its labels are placed for it)."""
     data = rows.filter(pl.col("tokens_per_s_total").is_not_null() & (pl.col("tokens_per_s_total") > 0))
     if data.is_empty():
         return None
@@ -367,7 +391,7 @@ def sweep_frontier(rows: pl.DataFrame, *, max_tpot_s: float | None, title: str) 
         (pl.col("tokens_per_s_total") / pl.col("num_gpus")).alias("tokens_per_s_per_gpu"),
         pl.format("{} × {} · {} {} · context {}", "num_gpus", "gpu_name", "model", "weights", "context").alias("series"),
     )
-    return purchase_frontier_chart(data, max_tpot_s=max_tpot_s, title=title, height=420, colour_by="gpu_name").to_dict(validate=False)
+    return purchase_frontier_chart(data, max_tpot_s=max_tpot_s, title=title, height=height, colour_by="gpu_name").to_dict(validate=False)
 
 
 # -- measured against predicted ----------------------------------------------------

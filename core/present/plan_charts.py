@@ -13,7 +13,7 @@ import polars as pl
 
 from core.plan.planning import COMPONENTS, MEMORY_SEGMENTS
 from core.present.charts import ACCELERATOR_COLOURS, BOUND_SCALE, COMPUTE_COLOUR, MEMORY_COLOUR, SI_FORMAT, log_ticks, positive
-from core.present.label_layout import Box, Plot, box_at, text_size
+from core.present.label_layout import Box, Label, Plot, box_at, place, text_size
 
 COMPONENT_SCALE = alt.Scale(
     domain=list(COMPONENTS), range=[MEMORY_COLOUR, "#6baed6", "#c6dbef", COMPUTE_COLOUR, "#6b46c1", "#0d9488", "#a0aec0"]
@@ -178,18 +178,74 @@ def _text_box(plot: Plot, x: float, y: float, text: str, dx: float, dy: float, f
     return box_at(px + dx - half if right else px + dx + half, py + dy, text, font)
 
 
-def _clear_kept(kept: pl.DataFrame, y: str, x_dom: list[float], y_dom: list[float], width: int, height: int) -> pl.DataFrame:
-    """The kept configurations whose "batch N" label touches no other's at `width` x `height` px, taken from the top
-    of the plot down; a ring without a label still marks its configuration (its tooltip and the table give the batch)."""
+#: The purchase frontier's marks as label_layout sees them (px): a batch's dot (size 45) and a kept configuration's
+#: ring (size 380, 3 px stroke), as radii.
+FRONTIER_DOT_PX, FRONTIER_RING_PX = 4.0, 11.5
+
+
+def _placed_kept(
+    data: pl.DataFrame, kept: pl.DataFrame, y: str, x_dom: list[float], y_dom: list[float], width: int, height: int
+) -> pl.DataFrame:
+    """The kept configurations' "batch N" labels, each where core.present.label_layout finds it a place near its ring clear
+    of every other label, every dot and ring and every curve at `width` x `height` px (a wider chart only spreads them),
+    taken from the top of the plot down: the rows of those placed, at their labels' centres. A ring without a label
+    still marks its configuration (its tooltip and the table give the batch)."""
     plot = Plot(tuple(x_dom), tuple(y_dom), width, height)  # type: ignore[arg-type]
-    taken: list[Box] = []
-    keep = []
-    for r in kept.with_row_index("_i").sort(y, descending=True).iter_rows(named=True):
-        b = _text_box(plot, r["tokens_per_s_per_user"], r[y], r["label"], 12, -10, 11, False)
-        if not any(b.overlaps(t) for t in taken):
-            taken.append(b)
-            keep.append(r["_i"])
-    return kept.with_row_index("_i").filter(pl.col("_i").is_in(keep)).drop("_i")
+    order = kept.sort(y, descending=True)
+    labels = [
+        Label(r["label"], r["tokens_per_s_per_user"], r[y], font_size=11, bold=True, marker_px=FRONTIER_RING_PX, max_gap=14.0)
+        for r in order.iter_rows(named=True)
+    ]
+    dots = [(a, b, FRONTIER_DOT_PX) for a, b in data.select("tokens_per_s_per_user", y).iter_rows()]
+    curves = [
+        list(part.sort("batch").select("tokens_per_s_per_user", y).iter_rows()) for part in data.partition_by("series", maintain_order=True)
+    ]
+    centres = place(labels, plot, markers=dots, lines=curves)
+    rows = [(i, c) for i, c in enumerate(centres) if c is not None]
+    return order[[i for i, _ in rows]].with_columns(
+        pl.Series("tokens_per_s_per_user", [c[0] for _, c in rows], dtype=pl.Float64),
+        pl.Series(y, [c[1] for _, c in rows], dtype=pl.Float64),
+    )
+
+
+#: The service target's label: its gap from the rule (px).
+RULE_DX = 5
+
+
+def _rule_label_y(
+    data: pl.DataFrame,
+    kept: pl.DataFrame,
+    named: pl.DataFrame,
+    y: str,
+    x_rule: float,
+    frame: tuple[list[float], list[float], int, int],
+    text: str,
+) -> float:
+    """Where (y, data units) the service target's label, right of its rule, touches no dot, ring (`kept`), ring's label
+    (`named`, at their centres) or curve on the plot `frame` (x and y domains, width and height px): tried up from the
+    plot's foot on the throughput view (y = tokens/s per GPU), down from its top on the cost view; the first place tried
+    where none is clear."""
+    x_dom, y_dom, width, height = frame
+    plot = Plot(tuple(x_dom), tuple(y_dom), width, height)  # type: ignore[arg-type]
+    w, h = text_size(text, 11, bold=True)
+    x0 = plot.px(x_rule, y_dom[0])[0] + RULE_DX
+    marks = [(a, b, FRONTIER_DOT_PX) for a, b in data.select("tokens_per_s_per_user", y).iter_rows()]
+    marks += [(a, b, FRONTIER_RING_PX) for a, b in kept.select("tokens_per_s_per_user", y).iter_rows()]
+    boxes = [Box(px - r, py - r, px + r, py + r) for a, b, r in marks for px, py in [plot.px(a, b)]]
+    boxes += [box_at(*plot.px(a, b), t, 11, bold=True) for a, b, t in named.select("tokens_per_s_per_user", y, "label").iter_rows()]
+    curves = [
+        part.sort("batch").select("tokens_per_s_per_user", y).iter_rows() for part in data.partition_by("series", maintain_order=True)
+    ]
+    segments = [(plot.px(*a), plot.px(*b)) for c in curves for line in [list(c)] for a, b in zip(line, line[1:], strict=False)]
+    step = h + 2
+    centres = [height - 2 - h / 2 - i * step for i in range(int(height // step))]
+    if y != "tokens_per_s_per_gpu":
+        centres = [height - c for c in centres]
+    for cy in centres:
+        box = Box(x0, cy - h / 2, x0 + w, cy + h / 2)
+        if not any(box.overlaps(b) for b in boxes) and not any(box.hits_segment(a, b) for a, b in segments):
+            return plot.data(x0, cy)[1]
+    return plot.data(x0, centres[0])[1]
 
 
 def comparison_bars(table: pl.DataFrame, *, title: str = "", width: int = 240) -> alt.ConcatChart:
@@ -240,6 +296,9 @@ def _padded(values: pl.Series, pad: float) -> list[float]:
     return [lo / pad, hi * pad]
 
 
+#: The purchase frontier's plot size (px), where the page does not set one.
+FRONTIER_WIDTH, FRONTIER_HEIGHT = 640, 360
+
 #: The frontier's vertical axes: column -> (title, number format).
 FRONTIER_AXES = {
     "tokens_per_s_per_gpu": ("output tokens/s per GPU (log)", ",~g"),
@@ -253,8 +312,8 @@ def purchase_frontier_chart(
     y: str = "tokens_per_s_per_gpu",
     max_tpot_s: float | None = None,
     title: str = "",
-    width: int = 640,
-    height: int = 360,
+    width: int = FRONTIER_WIDTH,
+    height: int = FRONTIER_HEIGHT,
     colour_by: str = "series",
 ) -> alt.LayerChart:
     """The throughput-interactivity frontier of several accelerators: one curve per accelerator over its batches,
@@ -306,28 +365,27 @@ def purchase_frontier_chart(
     dots = alt.Chart(data).mark_point(filled=True, size=45).encode(x=x, y=yy, color=colour, tooltip=tips)
     layers: list[Any] = [line, dots]
     kept = data.filter(pl.col("chosen"))
+    named = kept.clear().with_columns(pl.lit("").alias("label"))
     if kept.height:
         kept = kept.with_columns(pl.format("batch {}", pl.col("batch")).alias("label"))
-        kept = _clear_kept(kept, y, _padded(xs, 1.3), y_dom, width, height)
+        named = _placed_kept(data, kept, y, _padded(xs, 1.3), y_dom, width, height)
         layers.append(alt.Chart(kept).mark_point(size=380, strokeWidth=3, filled=False).encode(x=x, y=yy, color=colour, tooltip=tips))
         layers.append(
-            alt.Chart(kept).mark_text(align="left", dx=12, dy=-10, fontWeight="bold").encode(x=x, y=yy, text="label:N", color=colour)
+            alt.Chart(named)
+            .mark_text(align="center", baseline="middle", fontSize=11, fontWeight="bold")
+            .encode(x=x, y=yy, text="label:N", color=colour)
         )
     if max_tpot_s:
-        rule = pl.DataFrame({"tokens_per_s_per_user": [1.0 / max_tpot_s], "label": [f"target: TPOT ≤ {max_tpot_s * 1e3:g} ms"]})
+        text = f"target: TPOT ≤ {max_tpot_s * 1e3:g} ms"
+        # the label beside the rule where no dot, ring, label or curve is: from the foot of the throughput view (its kept
+        # points sit high) or the top of the cost view (they sit low)
+        at = _rule_label_y(data, kept, named, y, 1.0 / max_tpot_s, (_padded(xs, 1.3), y_dom, width, height), text)
+        rule = pl.DataFrame({"tokens_per_s_per_user": [1.0 / max_tpot_s], y: [at], "label": [text]})
         layers.append(alt.Chart(rule).mark_rule(color="#c53030", strokeDash=[6, 4], strokeWidth=2).encode(x="tokens_per_s_per_user:Q"))
         layers.append(
             alt.Chart(rule)
-            # the label where the kept points are not: they sit high on the throughput view and low on the cost view
-            .mark_text(
-                align="left",
-                baseline="bottom" if y == "tokens_per_s_per_gpu" else "top",
-                dx=5,
-                y=alt.expr("height - 4") if y == "tokens_per_s_per_gpu" else 4,  # the plot's height as drawn
-                color="#c53030",
-                fontWeight="bold",
-            )
-            .encode(x="tokens_per_s_per_user:Q", text="label:N")
+            .mark_text(align="left", baseline="middle", dx=RULE_DX, fontSize=11, color="#c53030", fontWeight="bold")
+            .encode(x=x, y=yy, text="label:N")
         )
     chart: alt.LayerChart = alt.layer(*layers).properties(title=title, width=width, height=height, autosize=PAD)  # type: ignore[assignment]
     return chart

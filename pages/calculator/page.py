@@ -21,8 +21,8 @@ from pages.shared.widgets import derating_inputs, scenario_input
 
 
 @st.cache_data(hash_funcs=HASH_FUNCS, max_entries=128, show_spinner=False)
-def figures(cat: Catalogue, sc: Scenario) -> CalculatorView:
-    return calculator_view(cat, sc)
+def figures(cat: Catalogue, sc: Scenario, frontier_height: int) -> CalculatorView:
+    return calculator_view(cat, sc, frontier_height=frontier_height)
 
 
 st.title("Ceiling calculator")
@@ -48,12 +48,12 @@ with st.expander("Options: speculative decoding, efficiency, memory reserve, pri
 sc = scenario()
 if not sc.spec_draft_len:
     sc = sc.model_copy(update={"spec_draft_model": None})  # no speculative decoding: no draft model to name
-fig = figures(cat, sc)
+fig = figures(cat, sc, 255 if presenting() else 380)  # presentation mode: a frontier low enough for 1280 x 800
 r = fig.result
-st.subheader(
+where = lead if presenting() else st  # presentation mode: the subject and the headline figures above the folded options
+where.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} on {sc.num_gpus} × {escape_markdown(r.gpu_name)} · batch {sc.batch}, context {sc.context:,}"
 )
-where = lead if presenting() else st
 m = [*where.columns(3), *where.columns(3)]  # two rows of three: six in a row cut their labels at 1280 px
 m[0].metric(
     "Tokens/s per user", si(r.tokens_per_s_per_user) if r.fits else "—", help="Output tokens per second each sequence sees (tokens/s)."
@@ -116,7 +116,7 @@ if fig.frontier is None:
         icon=":material/memory:",
     )
 else:
-    show_chart(fig.frontier, lead if presenting() else None, width="stretch", height=320 if presenting() else None)
+    show_chart(fig.frontier, lead if presenting() else None, width="stretch")
     chart_exports(fig.frontier, "frontier")
 if presenting():
     lead.caption(escape_markdown(scenario_line(cat, sc)))

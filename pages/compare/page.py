@@ -25,6 +25,8 @@ from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, evidence_panel, show_chart
 
 MODES = ["fixed batch", "service target"]
+#: The frontier's plot width in presentation mode at 1280 px (the page's width less the y axis), px.
+PRESENT_FRONTIER_WIDTH = 1020
 PAY = ["rent", "buy"]
 #: The link parameters of the prices the user typed, one `id:usd` per accelerator (written by hand: a table is no widget).
 PRICE_PARAMS = {"rent": "cmp_rent", "buy": "cmp_buy"}
@@ -44,6 +46,7 @@ def figures(
     sort_by: str,
     title: str,
     basis: str,
+    frontier_size: tuple[int, int] | None,
 ) -> CompareView:
     return compare_view(
         cat,
@@ -58,6 +61,7 @@ def figures(
         sort_by=sort_by,
         title=title,
         basis=basis,
+        frontier_size=frontier_size,
     )
 
 
@@ -375,6 +379,9 @@ st.caption(
     if basis == "predicted"
     else "Searched on the ceiling: the roofline bound, before any engine's overheads (Figures: Expected for what an engine reaches)."
 )
+# presentation mode: the frontier's plot as a 1280 px screen draws it stretched, its height what the headline above and
+# the legend's rows under it (two names a row) leave on 1280 x 800; its labels are placed for that size
+low = (PRESENT_FRONTIER_WIDTH, 290 - 22 * -(-len(picked) // 2)) if presenting() else None
 fig = figures(
     cat,
     tuple(picked),
@@ -388,6 +395,7 @@ fig = figures(
     sort_by,
     title,
     basis,
+    low,
 )
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
@@ -435,14 +443,12 @@ else:
 if fig.frontier is not None:
     t1, t2 = (lead if presenting() else st).tabs(["Throughput against interactivity", "Cost against interactivity"])
     wide = "stretch" if presenting() else "content"
-    # the plot's height that the headline above and the legend's rows under it (two names a row) leave on 1280 x 800
-    low = 290 - 22 * -(-len(picked) // 2) if presenting() else None
     with t1:
-        show_chart(fig.frontier, width=wide, height=low)
+        show_chart(fig.frontier, width=wide)
         chart_exports(fig.frontier, "frontier-throughput", line=compared)
     with t2:
         if fig.frontier_cost is not None:
-            show_chart(fig.frontier_cost, width=wide, height=low)
+            show_chart(fig.frontier_cost, width=wide)
             chart_exports(fig.frontier_cost, "frontier-cost", line=compared)
         else:
             st.info("No accelerator here has a price: type one under 'Prices used'.", icon=":material/payments:")

@@ -181,11 +181,9 @@ if presenting():
 chart = None
 if matched.height:
     heading = f"{plural(matched.height, 'scenario')} that {'meets' if matched.height == 1 else 'meet'} the limits: output tokens/s per GPU against tokens/s per user"
-    chart = sweep_frontier(matched, max_tpot_s=tpot / 1e3 if tpot > 0 else None, title=heading)
+    chart = sweep_frontier(matched, max_tpot_s=tpot / 1e3 if tpot > 0 else None, title=heading, height=350 if presenting() else 420)
     if chart is not None:
-        show_chart(
-            chart, lead if presenting() else None, width="stretch" if presenting() else "content", height=350 if presenting() else None
-        )
+        show_chart(chart, lead if presenting() else None, width="stretch" if presenting() else "content")
         chart_exports(chart, "sweep-frontier", line=swept)
         st.caption(
             "One curve per accelerator × GPUs × model × weights × context over its batches (choose 'any' batch to see whole curves); "

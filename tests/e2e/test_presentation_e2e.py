@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -16,8 +17,8 @@ PAGES = {
     "overview": ("stMetric", "stVegaLiteChart"),
     "roofline?rf_compare=b200&rf_precisions=fp8": ("stMetric", "stVegaLiteChart"),
     "ridges": ("stMetric", "stVegaLiteChart"),
-    "calculator?spec_draft_len=4": ("stMetric", "stVegaLiteChart"),
-    "compare": ("Best by", "stVegaLiteChart"),
+    "calculator?spec_draft_len=4": ("Llama 3.1 8B on 1 × NVIDIA H100 SXM5 80GB · batch", "stVegaLiteChart"),  # its subject
+    "compare": ("Best by", "stVegaLiteChart"),  # a line of text leads, the metrics under it
     "sweep": ("stMetric", "stVegaLiteChart"),
     "measured": ("stMetric", "stVegaLiteChart"),
     "tour": ("stHeading", "stVegaLiteChart"),  # the step's title, then its text and chart
@@ -94,7 +95,7 @@ def test_presentation_mode_folds_the_controls_and_leads_with_the_figure_at_full_
 SCREEN_PAGES = {
     "overview?model=deepseek-v3&gpu=h200-sxm&num_gpus=8&weights=fp8": None,
     "roofline?rf_compare=b200,mi300x,a100-80gb-sxm&rf_precisions=bf16,fp8,fp4": None,
-    "ridges?rd_precision=fp8": None,
+    "ridges?rd_precision=fp8": "Ridge points at fp8",
     "calculator?spec_draft_len=4&model=qwen3-235b-a22b&num_gpus=8&weights=fp8": None,
     "compare?cmp_gpus=h100-sxm,b200,mi300x,l40s": "Llama 3.1 8B",
     "sweep": "Sweep:",
@@ -138,5 +139,8 @@ def test_presentation_mode_fits_the_headline_and_lead_chart_on_one_1280_by_800_s
         assert " × " in at["line"], (path, at["line"])  # the sidebar's scenario, "1 × NVIDIA H100 ..."
     else:
         assert at["line"].startswith(subject), (path, at["line"])
+    if path.startswith("calculator"):  # its figures are the scenario's, named above them (the sidebar's line is hidden)
+        heading = main.get_by_role("heading", name=re.compile(r"^Qwen3 235B.* on 8 × NVIDIA H100 SXM5 80GB · batch"))
+        assert heading.bounding_box()["y"] + heading.bounding_box()["height"] <= at["head"]["top"], path  # type: ignore[index]
     screenshot(page, f"present-1280x800-{path.split('?')[0]}")
     context.close()

@@ -17,6 +17,7 @@ from core.present.charts import (
     ABOVE_COLOUR,
     ACCELERATOR_COLOURS,
     BOUND_SCALE,
+    STATUS_SYMBOL,
     Y_AXIS_PX,
     export_chart,
     measured_roofline_chart,
@@ -216,11 +217,11 @@ def test_measured_points_are_coloured_by_their_accelerator(cat):
     h100, mi300x = cat.gpu("h100-sxm").name, cat.gpu("mi300x").name
     marks = _marks([(h100, 5.0, 1e14, "ok"), (mi300x, 50.0, 5e14, "ok"), (mi300x, 8.0, 9e15, "above ceiling")])
     spec = measured_roofline_chart(roofs, marks, rings=marks, title="t").to_dict(validate=False)
-    roof_layer, _, meas_layer = spec["layer"]
+    roof_layer, _, meas_layer, above_layer = spec["layer"]
     assert roof_layer["encoding"]["color"]["field"] == "accelerator" == meas_layer["encoding"]["color"]["field"]
     assert meas_layer["encoding"]["color"]["title"] == "Accelerator"
     assert meas_layer["encoding"]["color"]["scale"]["range"] == ACCELERATOR_COLOURS
-    assert meas_layer["encoding"]["color"]["condition"] == {"test": "datum.status == 'above ceiling'", "value": ABOVE_COLOUR}
+    assert above_layer["mark"]["color"] == ABOVE_COLOUR and above_layer["mark"]["shape"] == "cross"
     assert meas_layer["encoding"]["shape"]["field"] == "status"
     assert not set(ACCELERATOR_COLOURS) & {*BOUND_SCALE.range, ABOVE_COLOUR}  # type: ignore[arg-type]
     assert len(set(ACCELERATOR_COLOURS)) == len(ACCELERATOR_COLOURS)
@@ -232,7 +233,8 @@ def test_measured_points_are_coloured_by_their_accelerator(cat):
     fills = re.findall(r'<path[^>]*aria-label="[^"]*Measurement: row (\d)[^"]*"[^>]*fill="(#[0-9a-f]{6})"', svg)
     colour = dict(fills)
     assert set(colour) == {"0", "1", "2"}, fills
-    assert colour["0"] != colour["1"] and colour["2"] == ABOVE_COLOUR
+    assert colour["0"] != colour["1"] and colour["2"] == ABOVE_COLOUR  # the red cross drawn over its own mark
+    _status_legend_is_grey(svg)
     assert {colour["0"], colour["1"]} <= set(ACCELERATOR_COLOURS)
     # the shape legend reads whole (its old title was cut to "Measured point (red: above i…") and says the red
     texts = [t.strip() for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
@@ -258,6 +260,16 @@ def test_measured_page_marks_carry_the_accelerator_name(cat, tmp_path):
     assert {r["accelerator"] for r in roofs} == names
 
 
+def _status_legend_is_grey(svg: str) -> None:
+    """The status legend's two symbols, as drawn, are grey: "within its ceiling" was filled red like "above" (issue 31),
+    the points' conditional red taken into the legend."""
+    legend = svg[svg.index("Measured point") :]
+    end = legend.find('<g class="mark-group role-legend"', 1)
+    symbols = "".join(re.findall(r'<g class="mark-symbol role-legend-symbol"[^>]*>(.*?)</g>', legend[: end if end > 0 else None]))
+    fills = re.findall(r'fill="(#[0-9a-f]{6})"', symbols)
+    assert len(fills) == 2 and set(fills) == {STATUS_SYMBOL}, fills
+
+
 def test_throughput_points_have_their_setups_colour(cat):
     """On the tokens/s-against-batch chart a measured point shares its setup's line colour; above its ceiling, red."""
     curves = pl.DataFrame({"series": ["a", "a", "b", "b"], "batch": [1, 64, 1, 64], "predicted_tokens_per_s": [50.0, 2e3, 80.0, 3e3]})
@@ -273,9 +285,13 @@ def test_throughput_points_have_their_setups_colour(cat):
         }
     )
     spec = throughput_batch_chart(curves, pts, title="t").to_dict(validate=False)
-    line, point = spec["layer"]
+    line, point, above = spec["layer"]
     assert line["encoding"]["color"]["field"] == point["encoding"]["color"]["field"] == "series"
-    assert point["encoding"]["color"]["condition"]["value"] == ABOVE_COLOUR
+    assert above["mark"]["color"] == ABOVE_COLOUR
+    svg = export_chart(spec, "svg").decode("utf-8")
+    fills = dict(re.findall(r'<path[^>]*aria-label="[^"]*Measurement: row (\d)[^"]*"[^>]*fill="(#[0-9a-f]{6})"', svg))
+    assert fills["1"] == ABOVE_COLOUR and fills["0"] != ABOVE_COLOUR
+    _status_legend_is_grey(svg)
     texts = _svg_texts(spec)
     assert "1,024" not in texts and {"1", "2", "4", "8", "16", "32", "64"} <= set(texts)
 
@@ -313,3 +329,22 @@ def test_every_roof_of_a_crowded_chart_is_drawn_unlike_the_others(cat):
             base = next(k for k in legend if k.startswith(name.split(" (derated)")[0] + " ·"))
             assert legend[base][0] == c and legend[base][1] != d, (name, base)
     assert sum("(derated)" in k for k in legend) >= 1
+
+
+def test_the_point_legend_lists_only_the_kinds_drawn(cat):
+    """The tour's batching step draws decode matmuls alone; its legend listed all six point shapes (issue 31). A
+    roofline of decode matmuls names only them, in their shape; one of every kind names all six."""
+    sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b")
+    roofs = roof_lines(cat.gpus.filter(pl.col("id") == "h100-sxm"), ["bf16"])
+    every = operating_points(cat, sc)
+    matmuls = every.filter(pl.col("point") == "decode matmul")
+    spec = roofline_chart(roofs, matmuls).to_dict(validate=False)
+    shapes = [layer["encoding"]["shape"] for layer in spec["layer"] if "shape" in layer.get("encoding", {})]
+    assert shapes and all(s["scale"] == {"domain": ["decode matmul"], "range": ["circle"]} for s in shapes)
+    texts = _svg_texts(spec)
+    assert "decode matmul" in texts and not {"decode attention", "prefill step", "prefill matmul"} & set(texts)
+    kinds = set(every["point"].to_list())
+    assert len(kinds) >= 4
+    full = roofline_spec(roofs, every)
+    shown = [layer["encoding"]["shape"]["scale"]["domain"] for layer in full["layer"] if "shape" in layer.get("encoding", {})]
+    assert set(shown[0]) == kinds
