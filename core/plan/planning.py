@@ -23,6 +23,7 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.precisions import storage_format
 from core.model.ceilings import ceiling, evaluate, operation_table
 from core.model.result import Ceiling
+from core.model.roofline import operating_points
 from core.model.scenario import Scenario
 
 #: Decode batches of the frontier (the current batch, the ridge batch and the memory cut are added).
@@ -96,18 +97,29 @@ def memory_use(result: Ceiling) -> pl.DataFrame:
     )
 
 
-def ridge_batch(scenario: Scenario, result: Ceiling) -> int | None:
+#: The decode batches tried for a mixture of experts' ridge batch: about 4% apart, 1 to 65,536 tokens a step.
+MOE_BATCHES = tuple(sorted({max(1, round(1.04**i)) for i in range(284)}))
+
+
+def ridge_batch(cat: Catalogue, scenario: Scenario, result: Ceiling) -> int | None:
     """The decode batch at which the weight matmuls reach the (derated) ridge.
 
-    Decode matmul intensity ~ 2 x batch x tokens per sequence per step / bytes
-    per weight, so the batch is ceil(ridge x bytes / (2 q)); None when the
-    accelerator has no usable peak.
+    A dense model's decode matmul intensity is about 2 x batch x tokens per sequence per step / bytes per weight, so
+    the batch is ceil(ridge x bytes / (2 q)). A mixture of experts routes each token to k of its E experts: an expert's
+    weights serve fewer tokens and the matmuls climb slower, so its batch is read off the operating points (the first of
+    MOE_BATCHES tokens a step whose decode matmuls reach the ridge, over q tokens of each sequence). None when the
+    accelerator has no usable peak, or (a mixture of experts) no batch up to 65,536 tokens a step reaches it.
     """
     if result.ridge is None:
         return None
     derated = result.ridge * scenario.eff_compute / scenario.eff_bandwidth
     q = scenario.spec_draft_len + 1 if scenario.uses_speculation else 1
-    return max(1, math.ceil(derated * storage_format(scenario.weights).bytes / (2.0 * q)))
+    if cat.model(scenario.model).num_experts <= 1:
+        return max(1, math.ceil(derated * storage_format(scenario.weights).bytes / (2.0 * q)))
+    # the matmuls of a verify step of b sequences x q tokens are those of a plain decode step of b x q sequences
+    climb = operating_points(cat, scenario, MOE_BATCHES).filter(pl.col("point") == "decode matmul")
+    reached = climb.filter(pl.col("intensity") >= derated)["batch"]
+    return None if reached.is_empty() else max(1, math.ceil(int(reached.min()) / q))  # type: ignore[arg-type]
 
 
 def frontier(cat: Catalogue, scenario: Scenario, batches: Sequence[int] = FRONTIER_BATCHES, result: Ceiling | None = None) -> pl.DataFrame:
@@ -119,7 +131,7 @@ def frontier(cat: Catalogue, scenario: Scenario, batches: Sequence[int] = FRONTI
     fits); rows that do not fit carry null throughput (the chart cuts them).
     """
     base = result if result is not None else ceiling(cat, scenario)
-    rb = ridge_batch(scenario, base)
+    rb = ridge_batch(cat, scenario, base)
     lo, hi = min(batches), max(batches)
     extra = [scenario.batch] + [b for b in (rb, base.max_batch) if b is not None and lo <= b <= hi]
     all_batches = sorted({int(b) for b in (*batches, *extra)})

@@ -179,7 +179,7 @@ def roofline_at(
         legend=legend or ROOFLINE_LEGEND[big],
     )
     table = operations_display(operation_table(cat, sc, communication=True)) if operations else None
-    return RooflineAt(result, points, chart, plain_reading(points, result), table)
+    return RooflineAt(result, points, chart, plain_reading(cat, points, result), table)
 
 
 #: The overview roofline's plot width in normal mode (px): what its 3:5 column leaves the plot on a 1280 px screen. Its

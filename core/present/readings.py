@@ -14,11 +14,11 @@ from core.present.predicted import band_text
 from core.present.text import duration, escape_markdown, plural
 
 
-def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
+def plain_reading(cat: Catalogue, points: pl.DataFrame, result: Ceiling) -> str:
     """A short reading of the roofline, computed from the numbers shown.
 
     `points` are the operating points at one batch (core.model.roofline);
-    `result` is the scenario's ceilings.
+    `result` is the scenario's ceilings. A mixture of experts' ridge batch is its own (core.plan.planning.ridge_batch).
     """
     by_point = {r["point"]: r for r in points.iter_rows(named=True)}
     step = by_point.get("decode step")
@@ -44,14 +44,23 @@ def plain_reading(points: pl.DataFrame, result: Ceiling) -> str:
     sc = result.scenario
     if sc.uses_speculation:  # the points are the plain decode step; a verify step processes k + 1 tokens of each sequence
         q = sc.spec_draft_len + 1
-        verify = ridge_batch(sc, result)
+        verify = ridge_batch(cat, sc, result)
         lines.append(
             f"These are the plain decode step's figures. With a {sc.spec_draft_len}-token draft, each verify step processes "
             f"{q} tokens of every sequence: it runs at {result.intensity:,.1f} FLOP/byte"
             + (f", and its matmuls reach the ridge at a batch of about **{verify:,}** (now {sc.batch:,})." if verify else ".")
         )
     elif mm["bound"] == "memory":
-        lines.append(f"The decode matmuls need a batch of about **{mm['ridge_batch']:,}** to reach the ridge (now {mm['batch']}).")
+        model = cat.model(sc.model)
+        if model.num_experts > 1:  # routed to k of E experts, the matmuls climb slower than the dense rule
+            rb = ridge_batch(cat, sc, result)
+            lines.append(
+                f"Each token goes to {model.experts_per_token} of {model.num_experts} experts, so the decode matmuls are at "
+                f"{mm['intensity']:,.1f} FLOP/byte at batch {mm['batch']:,} and "
+                + (f"need a batch of about **{rb:,}** to reach the ridge." if rb else "no batch up to 65,536 reaches the ridge.")
+            )
+        else:
+            lines.append(f"The decode matmuls need a batch of about **{mm['ridge_batch']:,}** to reach the ridge (now {mm['batch']}).")
     if attn is not None:
         lines.append(
             f"Decode attention sits at {attn['intensity']:.1f} FLOP/byte whatever the batch: every sequence reads its own KV cache."
@@ -76,7 +85,7 @@ def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, re
     `result` is the scenario's ceiling() when the caller has it already.
     """
     r = result if result is not None else ceiling(cat, scenario)
-    rb = ridge_batch(scenario, r)
+    rb = ridge_batch(cat, scenario, r)
     fitting = front.filter(pl.col("fits"))
     if fitting.is_empty():
         return "Nothing fits: the weights and one sequence's KV cache exceed the usable memory at every batch. Add GPUs or quantise."
@@ -89,6 +98,12 @@ def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, re
     if cut is not None:
         parts.append(f"Memory holds at most {plural(cut, 'sequence')} at this context.")
     if rb is None:
+        model = cat.model(scenario.model)
+        if model.num_experts > 1 and r.ridge is not None:
+            parts.append(
+                f"Each token goes to {model.experts_per_token} of {model.num_experts} experts: no batch up to 65,536 brings "
+                "the decode matmuls to the ridge."
+            )
         return " ".join(parts)
     which = (
         f"Verifying {scenario.spec_draft_len + 1} tokens of each sequence per step, the decode matmuls"

@@ -214,7 +214,7 @@ def report_html(
     if not subject:
         parts += [_section(s, line, said) for s in sections]
     parts += [
-        f"<p>{e(plain(plain_reading(points, result)))}</p>",
+        f"<p>{e(plain(plain_reading(cat, points, result)))}</p>",
         "<h2>Roofline</h2>",
         roof_svg,
         "<h2>Ridge points</h2>",

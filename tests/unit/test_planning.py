@@ -109,13 +109,13 @@ def test_frontier_is_cut_where_memory_runs_out(cat):
 def test_frontier_marks_a_ridge_batch_that_fits(cat):
     """Llama 3.1 8B on one H100 at context 1,024 fits ~416 sequences, so batch 296 (the bf16 ridge) is on the frontier."""
     sc = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=32, context=1024)
-    assert ridge_batch(sc, ceiling(cat, sc)) == 296
+    assert ridge_batch(cat, sc, ceiling(cat, sc)) == 296
     front = frontier(cat, sc)
     assert front.filter(pl.col("is_ridge") & pl.col("fits")).height == 1
     assert "reach the ridge at batch 296" in frontier_reading(cat, sc, front)
     # fp8 weights: 1 byte per weight halves the batch the ridge needs at the fp8 ridge (590.7 / 2 -> 296)
     fp8 = Scenario(gpu="h100-sxm", model="llama-3.1-8b", batch=32, context=1024, weights="fp8")
-    assert ridge_batch(fp8, ceiling(cat, fp8)) == 296
+    assert ridge_batch(cat, fp8, ceiling(cat, fp8)) == 296
 
 
 def test_frontier_of_a_model_that_never_fits_is_empty(cat):

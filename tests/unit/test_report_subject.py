@@ -56,7 +56,7 @@ def test_the_calculator_reports_sentences_agree_on_which_step_they_mean(cat):
     r = ceiling(cat, sc)
     page = report_html(cat, sc, page="Ceiling calculator")
     assert f"Verify step intensity (5 tokens of each sequence)</td><td>{r.intensity:,.1f} FLOP/byte" in page
-    reading = plain_reading(operating_points(cat, sc), r)
+    reading = plain_reading(cat, operating_points(cat, sc), r)
     verify = math.ceil(r.ridge * 2 / (2 * 5))
     assert (
         f"it runs at {r.intensity:,.1f} FLOP/byte, and its matmuls reach the ridge at a batch of about **{verify:,}** (now 16)" in reading
