@@ -8,6 +8,7 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.prices import STALE_MONTHS
 from core.model.ceilings import ceiling
 from core.model.result import Ceiling
+from core.model.roofline import operating_points
 from core.model.scenario import Scenario
 from core.plan.planning import ridge_batch
 from core.present.predicted import band_text
@@ -77,6 +78,23 @@ def plain_reading(cat: Catalogue, points: pl.DataFrame, result: Ceiling) -> str:
     if result.flags:
         lines.append("Note: " + "; ".join(result.flags) + ".")
     return " ".join(lines)
+
+
+def moe_ridge_note(cat: Catalogue, scenario: Scenario, ridges: pl.DataFrame) -> str | None:
+    """For a mixture of experts, the ridge page's caveat: its decode matmuls are not at the dense rule's 2 x batch ÷ bytes
+    per weight (the page's dashed line) but at the operating points' figure, and how many of `ridges` (a ridge table,
+    core.model.roofline.ridge_table) that figure reaches. None for a dense model."""
+    model = cat.model(scenario.model)
+    if model.num_experts <= 1:
+        return None
+    pts = operating_points(cat, scenario)
+    x = float(pts.filter(pl.col("point") == "decode matmul")["intensity"][0])
+    reached = int((ridges["ridge"] <= x).sum())
+    return (
+        f"{model.name} routes each token to {model.experts_per_token} of {model.num_experts} experts: its decode matmuls are at "
+        f"{x:,.1f} FLOP/byte at batch {scenario.batch:,}, not the dense rule's line; by that figure they are compute-bound "
+        f"on {reached:,} of {plural(ridges.height, 'accelerator')}."
+    )
 
 
 def frontier_reading(cat: Catalogue, scenario: Scenario, front: pl.DataFrame, result: Ceiling | None = None) -> str:

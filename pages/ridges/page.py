@@ -8,6 +8,7 @@ import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
 from core.present.figures import RidgeView, ridge_view
+from core.present.readings import moe_ridge_note
 from core.present.report import Section
 from core.present.text import escape_markdown, plural
 from pages.shared.data import HASH_FUNCS, catalogue
@@ -108,6 +109,9 @@ head.metric(
     f"Batch **{sc.batch}**, weights **{sc.weights}** → decode matmul ≈ **{fig.intensity:,.0f} FLOP/byte**. "
     f"Compute-bound on **{n_compute:,}** of {plural(fig.table.height, 'accelerator')}."
 )
+moe = moe_ridge_note(cat, sc, fig.table)  # a mixture of experts' matmuls are far from the dense rule's line
+if moe:
+    (st if big else head).warning(escape_markdown(moe), icon=":material/call_split:")
 if fig.undated:
     head.caption(
         f"{fig.undated} accelerator{'s' if fig.undated > 1 else ''} without a year {'are' if fig.undated > 1 else 'is'} shown "
@@ -129,7 +133,7 @@ report_of_page(
             subject,
             text=f"Batch {sc.batch}, weights {sc.weights}: the decode matmul's intensity is about {fig.intensity:,.0f} FLOP/byte "
             f"(2 × batch ÷ bytes per weight). An accelerator whose ridge (dense {precision} peak ÷ memory bandwidth) lies below it "
-            "is compute-bound at this batch.",
+            "is compute-bound at this batch." + (f" {moe}" if moe else ""),
             figures=(headline,),
             table=fig.shown,
             charts=(fig.chart, fig.groups),

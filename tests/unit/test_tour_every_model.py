@@ -173,3 +173,25 @@ def test_the_roofline_and_frontier_readings_say_where_the_matmuls_reach_the_ridg
             continue
         assert f"reach the ridge at batch {b:,}" in text or f"would reach the ridge at batch {b:,}" in text, (sc, text)
     assert moe >= 30
+
+
+def test_the_ridge_page_says_a_mixture_of_experts_matmuls_are_not_on_the_dense_line(cat):
+    """The ridge page draws the dense rule's line (2 x batch ÷ bytes per weight: 64 FLOP/byte at batch 64, fp8); for
+    DeepSeek-V3 its note gives the matmuls' own figure (8.0 FLOP/byte there, the operating points') and how many
+    accelerators' fp8 ridges lie at or below it, counted from the datasheet rows (peak ÷ bandwidth); none for a dense model."""
+    from core.model.roofline import ridge_table
+    from core.present.readings import moe_ridge_note
+
+    sc = Scenario(gpu="h200-sxm", num_gpus=8, model="deepseek-v3", weights="fp8", kv="fp8", batch=64)
+    ridges = ridge_table(cat.gpus, "fp8", sc.batch, sc.weights)
+    note = moe_ridge_note(cat, sc, ridges)
+    pts = operating_points(cat, sc)
+    x = float(pts.filter(pts["point"] == "decode matmul")["intensity"][0])
+    assert 4 < x < 16  # far below the dense rule's 2 x 64 ÷ 1 = 128
+    fp8 = cat.gpus.filter(cat.gpus["peak_fp8"].is_not_null())
+    below = sum(p / b <= x for p, b in zip(fp8["peak_fp8"], fp8["bandwidth_bytes_per_s"], strict=True))
+    assert note == (
+        f"DeepSeek-V3 routes each token to 8 of 256 experts: its decode matmuls are at {x:,.1f} FLOP/byte at batch 64, not the "
+        f"dense rule's line; by that figure they are compute-bound on {below} of {fp8.height} accelerators."
+    )
+    assert moe_ridge_note(cat, sc.model_copy(update={"model": "llama-3.1-70b"}), ridges) is None
