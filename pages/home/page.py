@@ -60,9 +60,10 @@ with facts:
 facts.markdown(
     f"- Ridge point at {r.compute_used}: **{r.ridge or 0:.0f} FLOP/byte** ({si(r.peak_flops, 'FLOP/s')} ÷ {si(r.bandwidth_bytes_per_s, 'B/s')})\n"
     f"- Bandwidth-only ceiling, weights only: **{si(r.bandwidth_ceiling_tokens_per_s)} tokens/s per user**; "
-    f"with KV reads: {si(r.bandwidth_ceiling_with_kv_tokens_per_s)}\n"
+    f"with KV reads: {si(r.bandwidth_ceiling_with_kv_tokens_per_s)} tokens/s per user\n"
     f"- Memory: {si(r.memory_required_bytes, 'B')} needed of {si(r.capacity_bytes, 'B')}; largest batch at this context: "
-    f"**{r.max_batch}**; fewest GPUs for one sequence at this context: **{r.min_gpus}**"
+    f"**{'none' if r.max_batch is None else f'{r.max_batch:,}'}**; fewest GPUs for one sequence at this context: "
+    f"**{'none (it fits at no count)' if r.min_gpus is None else f'{r.min_gpus:,}'}**"
 )
 facts.page_link("pages/roofline/page.py", label="See it on the roofline", icon=":material/show_chart:")
 facts.page_link("pages/ridges/page.py", label="Compare ridge points", icon=":material/bar_chart:")
