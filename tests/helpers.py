@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -299,6 +300,15 @@ def screenshot(page: Any, name: str) -> Path:
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+def download_report(page: Any, folder: Path) -> tuple[str, str]:
+    """(file name, HTML) of the report the sidebar's button downloads, saved under `folder`."""
+    with page.expect_download() as info:
+        page.get_by_role("button", name=re.compile("Report")).click()
+    name = info.value.suggested_filename
+    info.value.save_as(folder / name)
+    return name, (folder / name).read_text(encoding="utf-8")
 
 
 def metric(page: Any, label: str) -> str:

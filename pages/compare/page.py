@@ -400,7 +400,9 @@ fig = figures(
 st.subheader(
     f"{escape_markdown(cat.model(sc.model).name)} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
 )
-configurations = ", ".join(f"{n} × {g}" for g, n in zip(fig.table["gpu_name"], fig.table["num_gpus"], strict=True))
+configurations = ", ".join(  # an accelerator on which no configuration qualifies has no count: it said "None × ..."
+    f"{n} × {g}" if n is not None else f"{g} (none qualifies)" for g, n in zip(fig.table["gpu_name"], fig.table["num_gpus"], strict=True)
+)
 compared = f"{cat.model(sc.model).name} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal} · {configurations}"
 if fig.met == 0:
     st.warning(

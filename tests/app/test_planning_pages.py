@@ -151,3 +151,21 @@ def test_calculator_shows_how_the_engine_sizes_its_kv_cache(open_page):
     at = open_page("calculator", gpu="h100-sxm", model="llama-3.1-8b", framework="TensorRT-LLM")
     assert any("modelled for vLLM and SGLang" in i.value for i in at.info)
     assert not at.error
+
+
+def test_an_accelerator_that_holds_no_configuration_is_named_so_not_none_times(open_page):
+    """DeepSeek-V3 at fp8 compared on the H200, the MI300X and the A100, which holds it on no count within one
+    scale-up domain: the comparison's line (the chart's caption in presentation mode, the report's title) read
+    "None × NVIDIA A100 80GB SXM4"; it names them as holding none."""
+    at = open_page(
+        "compare",
+        model="deepseek-v3",
+        weights="fp8",
+        kv="fp8",
+        batch="64",
+        cmp_gpus=["h200-sxm", "mi300x", "a100-80gb-sxm"],  # type: ignore[arg-type]
+        present="true",
+    )
+    text = " ".join([c.value for c in at.caption] + [m.value for m in at.markdown]).replace("\\", "")  # markdown escapes
+    assert "None ×" not in text
+    assert "NVIDIA A100 80GB SXM4 (none qualifies)" in text and "8 × NVIDIA H200 SXM 141GB" in text, text[:2000]

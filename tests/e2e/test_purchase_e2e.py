@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers import metric, opened, rerun, screenshot, still
+from tests.helpers import download_report, metric, opened, rerun, screenshot, still
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2600}
@@ -144,12 +144,7 @@ def test_the_compare_report_is_the_comparisons_not_the_sidebars_scenario(server,
     accelerators' sources; its file name follows the title."""
     page.set_viewport_size(TALL)
     opened(page, server.url("compare?cmp_gpus=mi300x&cmp_gpus=b200&cmp_pay=buy"))
-    with page.expect_download() as info:
-        page.get_by_role("button", name=re.compile("Report")).click()
-    name = info.value.suggested_filename
-    path = tmp_path / name
-    info.value.save_as(path)
-    text = path.read_text(encoding="utf-8")
+    name, text = download_report(page, tmp_path)
     h1 = re.search(r"<h1>(.*?)</h1>", text).group(1)  # type: ignore[union-attr]
     assert "AMD Instinct MI300X" in h1 and "NVIDIA B200" in h1 and "on 1 × NVIDIA H100" not in h1
     assert name.startswith("compare-") and "h100" not in name
@@ -172,11 +167,7 @@ def test_the_roofline_report_holds_the_pages_overlays_and_precisions(server, pag
 
     page.set_viewport_size(TALL)
     opened(page, server.url("roofline?rf_compare=b200&rf_compare=a100-80gb-sxm&rf_precisions=bf16&rf_precisions=fp8"))
-    with page.expect_download() as info:
-        page.get_by_role("button", name=re.compile("Report")).click()
-    path = tmp_path / info.value.suggested_filename
-    info.value.save_as(path)
-    text = path.read_text(encoding="utf-8")
+    _, text = download_report(page, tmp_path)
     section = text[text.index("Roofline, as on the page") :]
     assert "with NVIDIA B200 (HGX/DGX SXM), NVIDIA A100 80GB SXM4 overlaid at bf16, fp8" in section
     cat = load_catalogue(Store(tmp_path / "c.duckdb"))

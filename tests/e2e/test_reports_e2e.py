@@ -16,7 +16,7 @@ import pytest
 
 from core.catalogue.catalogue import Catalogue, load_catalogue
 from core.store import Store
-from tests.helpers import FIXTURES, opened, rerun
+from tests.helpers import FIXTURES, download_report, opened, rerun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2600}
@@ -31,12 +31,7 @@ def cat(tmp_path_factory: pytest.TempPathFactory) -> Catalogue:
 
 def report(page: Any, tmp_path: Path) -> tuple[str, str, str]:
     """(file name, title, the page's own part) of the report the sidebar's button downloads."""
-    with page.expect_download() as info:
-        page.get_by_role("button", name=re.compile("Report")).click()
-    name = info.value.suggested_filename
-    path = tmp_path / name
-    info.value.save_as(path)
-    text = path.read_text(encoding="utf-8")
+    name, text = download_report(page, tmp_path)
     title = html.unescape(re.search(r"<h1>Roofline report: (.*?)</h1>", text).group(1))  # type: ignore[union-attr]
     own = text[: text.index(REFERENCE)] if REFERENCE in text else text
     return name, title, html.unescape(own)
