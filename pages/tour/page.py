@@ -99,7 +99,7 @@ elif step.chart == "ridges":
     )
 elif step.chart == "batching":
     matmuls = sweep.filter(pl.col("point") == "decode matmul")
-    chart = roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1024", height=plot_height, legend=legend)
+    chart = roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1,024", height=plot_height, legend=legend)
     draw(chart.to_dict(validate=False))
     table = batching(cat, sc)
     data_table(table, "batching", key="tour_batching", download=False)

@@ -124,7 +124,7 @@ def _tour_batching(cat: Any) -> dict[str, Any]:
     prec = sweep_points["compute_used"][0] or "bf16"
     roofs = roof_lines(cat.gpus.filter(pl.col("id") == MOE.gpu), [prec])
     matmuls = sweep_points.filter(pl.col("point") == "decode matmul")
-    return roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1024").to_dict(validate=False)
+    return roofline_chart(roofs, matmuls, matmuls, title="Decode matmuls from batch 1 to 1,024").to_dict(validate=False)
 
 
 def _at_width(spec: dict[str, Any], width: int) -> dict[str, Any]:
