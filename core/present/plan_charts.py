@@ -183,6 +183,16 @@ def _text_box(plot: Plot, x: float, y: float, text: str, dx: float, dy: float, f
 FRONTIER_DOT_PX, FRONTIER_RING_PX = 4.0, 11.5
 
 
+def _frontier_marks(data: pl.DataFrame, y: str) -> tuple[list[tuple[float, float, float]], list[list[tuple[float, float]]]]:
+    """The frontier's dots (x, y, radius px) and its curves (each a polyline over its batches), in data units, as
+    core.present.label_layout keeps labels clear of them."""
+    dots = [(a, b, FRONTIER_DOT_PX) for a, b in data.select("tokens_per_s_per_user", y).iter_rows()]
+    curves = [
+        list(part.sort("batch").select("tokens_per_s_per_user", y).iter_rows()) for part in data.partition_by("series", maintain_order=True)
+    ]
+    return dots, curves
+
+
 def _placed_kept(
     data: pl.DataFrame, kept: pl.DataFrame, y: str, x_dom: list[float], y_dom: list[float], width: int, height: int
 ) -> pl.DataFrame:
@@ -196,10 +206,7 @@ def _placed_kept(
         Label(r["label"], r["tokens_per_s_per_user"], r[y], font_size=11, bold=True, marker_px=FRONTIER_RING_PX, max_gap=14.0)
         for r in order.iter_rows(named=True)
     ]
-    dots = [(a, b, FRONTIER_DOT_PX) for a, b in data.select("tokens_per_s_per_user", y).iter_rows()]
-    curves = [
-        list(part.sort("batch").select("tokens_per_s_per_user", y).iter_rows()) for part in data.partition_by("series", maintain_order=True)
-    ]
+    dots, curves = _frontier_marks(data, y)
     centres = place(labels, plot, markers=dots, lines=curves)
     rows = [(i, c) for i, c in enumerate(centres) if c is not None]
     return order[[i for i, _ in rows]].with_columns(
@@ -229,14 +236,11 @@ def _rule_label_y(
     plot = Plot(tuple(x_dom), tuple(y_dom), width, height)  # type: ignore[arg-type]
     w, h = text_size(text, 11, bold=True)
     x0 = plot.px(x_rule, y_dom[0])[0] + RULE_DX
-    marks = [(a, b, FRONTIER_DOT_PX) for a, b in data.select("tokens_per_s_per_user", y).iter_rows()]
-    marks += [(a, b, FRONTIER_RING_PX) for a, b in kept.select("tokens_per_s_per_user", y).iter_rows()]
+    dots, curves = _frontier_marks(data, y)
+    marks = [*dots, *((a, b, FRONTIER_RING_PX) for a, b in kept.select("tokens_per_s_per_user", y).iter_rows())]
     boxes = [Box(px - r, py - r, px + r, py + r) for a, b, r in marks for px, py in [plot.px(a, b)]]
     boxes += [box_at(*plot.px(a, b), t, 11, bold=True) for a, b, t in named.select("tokens_per_s_per_user", y, "label").iter_rows()]
-    curves = [
-        part.sort("batch").select("tokens_per_s_per_user", y).iter_rows() for part in data.partition_by("series", maintain_order=True)
-    ]
-    segments = [(plot.px(*a), plot.px(*b)) for c in curves for line in [list(c)] for a, b in zip(line, line[1:], strict=False)]
+    segments = [(plot.px(*a), plot.px(*b)) for line in curves for a, b in zip(line, line[1:], strict=False)]
     step = h + 2
     centres = [height - 2 - h / 2 - i * step for i in range(int(height // step))]
     if y != "tokens_per_s_per_gpu":
