@@ -4,6 +4,7 @@ roofline and the Measured roofs switch carried by a link into a new browser, the
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -26,7 +27,14 @@ def _upload_probe(page, path) -> None:  # type: ignore[no-untyped-def]
         page.get_by_role("tab", name="Measured roofs").click()
     panel = page.get_by_role("tabpanel", name="Measured roofs")
     panel.locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(str(path))
-    panel.get_by_role("button", name="Import probe").click()
+    # the file listed with its size once uploaded: a press of the form's button before then was lost (CI, under load)
+    expect(panel.get_by_role("region", name="Probe document (JSON)")).to_contain_text(
+        re.compile(rf"{re.escape(Path(path).name)}\s*[\d.]+\s*[KM]?B")
+    )
+    button = panel.get_by_role("button", name="Import probe")
+    expect(button).to_be_enabled()
+    with rerun(page):
+        button.click()
 
 
 def test_this_machine_probed_and_imported_through_the_catalogue_page(fresh_server, page, tmp_path):
