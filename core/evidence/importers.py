@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalogue.catalogue import load_catalogue
 from core.evidence.bench_commands import read_tag
-from core.evidence.formats import Extract, FormatError
+from core.evidence.formats import TEXT_HEAD, Extract, Format, FormatError, Input
 from core.evidence.formats.generic import MissingColumnsError, header_of, missing_columns
-from core.evidence.formats.registry import BY_NAME, TEXT_HEAD, Format, Input, detect_csv, detect_json, detect_text
+from core.evidence.formats.registry import BY_NAME, detect_csv, detect_json, detect_text
 from core.evidence.measurements import MeasurementError, error_text, validate
 from core.store.paths import ReadOnlyError, read_sql
 

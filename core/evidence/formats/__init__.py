@@ -214,3 +214,37 @@ def require(record: dict[str, Any], fmt: str, *paths: tuple[str, ...], row: int 
             if not isinstance(cur, dict) or key not in cur:
                 raise FormatError(f"field {'.'.join(path)} is missing: not a {fmt} file?", row=row, column=".".join(path))
             cur = cur[key]
+
+
+#: How much of a non-JSON file a `text` detector sees.
+TEXT_HEAD = 8192
+
+
+@dataclass(frozen=True)
+class Input:
+    """A file as a reader gets it: JSON records (None for a CSV) or CSV bytes and header; the import's context and mapping."""
+
+    records: list[dict[str, Any]] | None
+    data: bytes
+    headers: list[str]
+    context: dict[str, Any]
+    mapping: dict[str, str] | None
+
+    def text(self) -> str:
+        """The file as text (a CSV reader that needs it decodes it; a large CSV is read from the bytes)."""
+        return self.data.decode("utf-8-sig")
+
+
+@dataclass(frozen=True)
+class Format:
+    """One benchmark output format."""
+
+    name: str
+    description: str
+    read: Callable[[Input], Extract]
+    #: recognises the format from a JSON file's first record (None: not a JSON format)
+    json: Callable[[dict[str, Any]], bool] | None = None
+    #: recognises the format from a CSV file's header (None: not a CSV format)
+    csv: Callable[[list[str]], bool] | None = None
+    #: recognises a plain-text format from a non-JSON file's first TEXT_HEAD characters (tried before CSV detection)
+    text: Callable[[str], bool] | None = None

@@ -16,13 +16,23 @@ summary text is read by its own reader; what no text detector claims is CSV.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from core.evidence.formats import Extract, FormatError
+from core.evidence.formats import (
+    TEXT_HEAD,
+    Extract,
+    Format,
+    FormatError,
+    Input,
+    guidellm,
+    hf_bench,
+    llamacpp_logs,
+    lmdeploy,
+    mlperf_json,
+    sglang_offline,
+)
 from core.evidence.formats.exports import aiperf_records, llama_bench, optimum_benchmark, profile_csv, profile_json
 from core.evidence.formats.generic import read_generic
 from core.evidence.formats.logs import (
@@ -53,39 +63,6 @@ from core.evidence.formats.serving import (
     vllm_throughput,
 )
 
-#: How much of a non-JSON file a `text` detector sees.
-TEXT_HEAD = 8192
-
-
-@dataclass(frozen=True)
-class Input:
-    """A file as a reader gets it: JSON records (None for a CSV) or CSV bytes and header; the import's context and mapping."""
-
-    records: list[dict[str, Any]] | None
-    data: bytes
-    headers: list[str]
-    context: dict[str, Any]
-    mapping: dict[str, str] | None
-
-    def text(self) -> str:
-        """The file as text (a CSV reader that needs it decodes it; a large CSV is read from the bytes)."""
-        return self.data.decode("utf-8-sig")
-
-
-@dataclass(frozen=True)
-class Format:
-    """One benchmark output format."""
-
-    name: str
-    description: str
-    read: Callable[[Input], Extract]
-    #: recognises the format from a JSON file's first record (None: not a JSON format)
-    json: Callable[[dict[str, Any]], bool] | None = None
-    #: recognises the format from a CSV file's header (None: not a CSV format)
-    csv: Callable[[list[str]], bool] | None = None
-    #: recognises a plain-text format from a non-JSON file's first TEXT_HEAD characters (tried before CSV detection)
-    text: Callable[[str], bool] | None = None
-
 
 def _keys(r: dict[str, Any]) -> set[str]:
     return set(r)
@@ -106,6 +83,12 @@ def _records(inp: Input) -> list[dict[str, Any]]:
 
 #: In detection order: the first whose test accepts the content reads it (the generic CSV accepts any CSV).
 FORMATS: tuple[Format, ...] = (
+    *guidellm.FORMATS,
+    *hf_bench.FORMATS,
+    *lmdeploy.FORMATS,
+    *sglang_offline.FORMATS,
+    *llamacpp_logs.FORMATS,
+    *mlperf_json.FORMATS,
     Format(
         "inferencex",
         "InferenceX (SemiAnalysis) result rows (agg_*.json)",

@@ -1,0 +1,8 @@
+"""Hugging Face TGI `text-generation-benchmark` output and `inference-benchmarker` JSON results."""
+
+from __future__ import annotations
+
+from core.evidence.formats import Format
+
+#: This module's formats, in detection order (core.evidence.formats.registry puts them before the older ones).
+FORMATS: tuple[Format, ...] = ()
