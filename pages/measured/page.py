@@ -12,27 +12,17 @@ from core.evidence.importers import dataset_rows, list_datasets
 from core.evidence.refit import MIN_FIT_POINTS, MIN_FIT_R2, framework_of, shift_text
 from core.model.predicted import FRAMEWORKS
 from core.present.exports import dataset_line
-from core.present.figures import MeasuredView, measured_charts, measured_view
+from core.present.figures import measured_charts
 from core.present.report import Section
 from core.present.text import escape_markdown, plural
 from core.store import is_session_dataset
 from pages.measured.forms import import_form, manage_dataset, measurement_form
 from pages.measured.published import published_view
-from pages.shared.data import HASH_FUNCS, catalogue, dataset_store
+from pages.measured.runs import dataset_labels, figures, runs_view
+from pages.shared.data import catalogue, dataset_store
 from pages.shared.params import MEASURED_VIEWS, presenting, scenario, set_refit
 from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, show_chart
-
-
-# cache_resource, not cache_data: a view of a million rows is handed back as it is, not pickled again on every rerun
-# (2.1 s a rerun for 1M rows, measured for issue 13); the page only reads it
-@st.cache_resource(hash_funcs=HASH_FUNCS, max_entries=16, show_spinner="Setting the measurements against their ceilings…")
-def figures(
-    cat: Catalogue, _db: Any, _dataset_id: int, file_sha256: str, context_json: str, refitted: bool, framework: str
-) -> MeasuredView:
-    """A dataset against the model. Its rows are the file's and the import's context: those key it (in any session's store)."""
-    return measured_view(cat, dataset_rows(_db, _dataset_id), refitted, framework)
-
 
 st.title("Measured vs predicted")
 lead = st.container()  # presentation mode: the headline figures and the chart lead, the controls fold below them
@@ -52,7 +42,7 @@ view = box.radio(
     key="ms_view",
     bind="query-params",
     help="Published: measurements vendors and communities printed, each linked to its source (read-only, shipped with the app). "
-    "Yours: the benchmark files you import.",
+    "Yours: the benchmark files you import. Compare runs: two or more of your datasets side by side, aligned on the scenario.",
 )
 
 
@@ -70,8 +60,7 @@ def your_view(cat: Catalogue, db: Any) -> None:
         )
         return
     names = dict(zip(datasets["id"], datasets["name"], strict=True))
-    # the picker's options are the datasets' labels, so the link names the dataset chosen as the page shows it
-    labels = {i: f"{names[i]} (this session only)" if is_session_dataset(i) else f"{names[i]} (#{i})" for i in names}
+    labels = dataset_labels(datasets)  # the picker's options, so the link names the dataset chosen as the page shows it
     by_label = {label: i for i, label in labels.items()}
     picked = st.session_state.pop("_ms_select_id", None)  # a dataset just imported or typed: shown at once
     if picked in labels:
@@ -212,5 +201,7 @@ def your_view(cat: Catalogue, db: Any) -> None:
 
 if view == "yours":
     your_view(cat, db)
+elif view == "runs":
+    runs_view(cat, db, lead, box)
 else:
     published_view(cat, lead if presenting() else None, box if presenting() else None)

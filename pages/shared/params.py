@@ -38,7 +38,7 @@ EVERY = "*"
 #: the scorecard's metrics as its picker shows (and a link spells) them
 METRIC_LABELS = {m: f"{m}: {what}" for m, (what, _) in METRICS.items()}
 #: the measured page's two views, as its radio shows (and a link spells) them
-MEASURED_VIEWS = {"published": "Published measurements", "yours": "Your datasets"}
+MEASURED_VIEWS = {"published": "Published measurements", "yours": "Your datasets", "runs": "Compare runs"}
 AUTO = "auto"  # how the compute picker shows (and a link spells) "the weights' default"
 
 
@@ -114,6 +114,7 @@ LINKS: tuple[Link, ...] = (
     Link("ms_refit", ("measured",), toggle=True, older=("ms_calibrate",)),
     Link("ms_view", ("measured",), shown=MEASURED_VIEWS),
     Link("ms_dataset", ("measured",)),
+    Link("ms_runs", ("measured",), many=True),
     Link("cat_tab", ("catalogue",)),
     Link("cat_gpu_search", ("catalogue",)),
     Link("cat_gpu_vendor", ("catalogue",), many=True),

@@ -77,6 +77,7 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "ms_refit": (["false"], False),
     "ms_view": (["Your datasets"], "yours"),
     "ms_dataset": (["H100 and A100 decode (#1)"], "H100 and A100 decode (#1)"),
+    "ms_runs": (["two rows (#2)", "H100 and A100 decode (#1)"], ["two rows (#2)", "H100 and A100 decode (#1)"]),
     "cat_tab": (["Models"], "Models"),
     "cat_gpu_search": (["mi3"], "mi3"),
     "cat_gpu_vendor": (["AMD", "Intel"], ["AMD", "Intel"]),
@@ -107,7 +108,7 @@ def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_
         store = get_store(private_store)
         if not list_datasets(store).filter(pl.col("file_name") == "generic.csv").height:
             import_file(store, (FIXTURES / "generic.csv").read_bytes(), "generic.csv", name="H100 and A100 decode")
-        if key == "ms_dataset" and list_datasets(store).height < 2:  # a newer dataset, so the one linked is not the default
+        if key in ("ms_dataset", "ms_runs") and list_datasets(store).height < 2:  # a newer dataset, so the one linked is not the default
             rows = (FIXTURES / "generic.csv").read_text().splitlines()
             import_file(store, "\n".join(rows[:3]).encode(), "two-rows.csv", name="two rows")
     values, expected = SAMPLES[key]
@@ -117,6 +118,8 @@ def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_
     extra = {"sw_batches": ["8", "64"]} if key == "sw_at_batch" else {"spec_draft_len": ["4"]} if key == "spec_draft_model" else {}
     if key in ("ms_refit", "ms_dataset"):  # drawn in the view of your datasets
         extra = {"ms_view": ["Your datasets"]}
+    if key == "ms_runs":  # drawn in the view that compares runs
+        extra = {"ms_view": ["Compare runs"]}
     at = open_page(page, **{key: values if len(values) > 1 else values[0]}, **{k: v for k, v in extra.items()})
     held = at.session_state[key]
     if isinstance(expected, float):
