@@ -205,3 +205,93 @@ def test_csv_refusals(store):
     renamed = [row[:] for row in table]
     renamed[1] = [c.replace("Successful Output Tokens/Sec", "Output Rate") for c in renamed[1]]
     assert "column Token Throughput / Successful Output Tokens/Sec / Mean is missing" in refused(store, written(renamed), "b.csv")
+
+
+# -- v0.2-v0.3 benchmarks.csv (save_csv: one header row) ---------------------------------------------
+
+V03_CSV = "guidellm_v0.3_benchmarks.csv"
+
+
+def _v03_table() -> list[list[str]]:
+    return list(csv.reader(io.StringIO((FIXTURES / V03_CSV).read_text())))
+
+
+def _written(rows) -> bytes:
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue().encode()
+
+
+def test_v03_csv(store):
+    p = read(store, V03_CSV)
+    assert p.format == "guidellm-csv-v0.3"
+    first, second = p.rows.to_dicts()
+    # data rows 1 and 2; Name "synchronous" -> batch 1; Worker JSON backend_model matched to the catalogue
+    assert (first["row"], second["row"]) == (1, 2)
+    assert first["batch"] == 1 and first["model"] == "llama-3.1-8b" and first["phase"] == "mixed"
+    # row 1: Successful Prompt token count mean 255.5 -> 256 (round half to even), Output token count mean 127.0 -> 127
+    assert (first["input_tokens"], first["output_tokens"]) == (256, 127)
+    assert near(first["tokens_per_s"], 144.232) and first["requests"] == 8
+    # row 2: Name "constant@8.00" (rate-based): Successful Request concurrency mean 6.63286 -> round = 7
+    assert second["batch"] == 7
+    # prompt mean 255.95 -> 256; output mean 128.375 -> 128; Successful Output tokens per second mean 865.93
+    assert (second["input_tokens"], second["output_tokens"]) == (256, 128) and near(second["tokens_per_s"], 865.93)
+    # Time to first token ms mean 34.9574, median 35.3334; [min, 0.1, 1, 5, 10, 25, 75, 90, 95, 99, max] item 8 = 36.8981, item 10 = 37.2381
+    assert near(second["ttft_s"], 34.9574e-3) and near(second["ttft_p50_s"], 35.3334e-3)
+    assert near(second["ttft_p90_s"], 36.8981e-3) and near(second["ttft_p99_s"], 37.2381e-3)
+    # Inter token latency ms mean 7.43799, list item 8 = 7.72401, item 10 = 7.75634
+    assert near(second["tpot_s"], 7.43799e-3) and near(second["tpot_p90_s"], 7.72401e-3) and near(second["tpot_p99_s"], 7.75634e-3)
+    assert second["requests"] == 40  # Successful Requests
+    assert any("measured mean request concurrency" in n and "benchmark 2 of 2" in n for n in p.notes)
+
+
+def test_v03_csv_matches_json(store):
+    """The CSV and the JSON of one run (save_csv and save_json of the same report) import to the same measurements."""
+    csv_rows = read(store, V03_CSV).rows.drop("row")
+    json_rows = read(store, "guidellm_v0.3_benchmarks.json").rows.drop("row")
+    assert csv_rows.equals(json_rows)
+
+
+def test_v03_csv_concurrent_streams(store):
+    table = _v03_table()
+    head = table[0]
+    name, args = head.index("Name"), head.index("Args")
+    row = table[1]
+    row[name] = "concurrent@4"
+    parsed = json.loads(row[args])
+    parsed["strategy"] = {"type_": "concurrent", "start_time": 1757080800.0, "streams": 4}
+    row[args] = json.dumps(parsed)
+    p = read(store, "x", data=_written(table), as_name="benchmarks.csv")
+    # Args strategy.streams 4 -> batch 4 (no measured concurrency stands in for a concurrent benchmark)
+    assert p.format == "guidellm-csv-v0.3" and p.rows["batch"].to_list() == [4, 7]
+    del parsed["strategy"]["streams"]
+    row[args] = json.dumps(parsed)
+    # no streams in Args: the Name's "@4" is the concurrency
+    assert read(store, "x", data=_written(table), as_name="benchmarks.csv").rows["batch"].to_list() == [4, 7]
+
+
+def test_v03_csv_refusals(store):
+    table = _v03_table()
+    at = table[0].index("Successful Output tokens per second mean")
+    assert "header but no data rows" in refused(store, _written(table[:1]), "benchmarks.csv")
+    for bad_value, problem in (("inf", "not a finite number"), ("nan", "not a finite number"), ("fast", "not a number")):
+        bad = [r[:] for r in table]
+        bad[2][at] = bad_value
+        msg = refused(store, _written(bad), "benchmarks.csv")
+        assert "row 2" in msg and "Successful Output tokens per second mean" in msg and problem in msg
+    renamed = [r[:] for r in table]
+    renamed[0][at] = "Successful Output rate mean"
+    msg = refused(store, _written(renamed), "benchmarks.csv")
+    assert "column Successful Output tokens per second mean is missing" in msg
+    assert "no accelerator" in refused(store, (FIXTURES / V03_CSV).read_bytes(), "benchmarks.csv", ctx=ImportContext())
+
+
+def test_v03_csv_detection():
+    from core.evidence.formats.guidellm import is_guidellm_v03_csv
+    from core.evidence.formats.registry import detect_csv
+
+    header = _v03_table()[0]
+    assert is_guidellm_v03_csv(header) and detect_csv(header).name == "guidellm-csv-v0.3"
+    assert not is_guidellm_v03_csv(["Type", "Run Id", "Name", "Successful Requests"])  # not save_csv's column order
+    # the v0.4+ CSV is still its own format (a text detector, tried first)
+    assert not is_guidellm_v03_csv(next(csv.reader(io.StringIO((FIXTURES / "guidellm_benchmarks.csv").read_text()))))

@@ -212,3 +212,96 @@ def test_helpers():
     assert gguf_weights("Q4_K - Medium") == "q4_k_m" and gguf_weights("Meta-Llama-3.1-8B-Instruct-Q8_0.gguf") == "q8_0"
     assert go_duration("1m2.5s") == pytest.approx(62.5) and go_duration("212.508µs") == pytest.approx(212.508e-6)
     assert go_duration("soon") is None
+
+
+# -- llama-server JSON log (2024 default) ------------------------------------------------------------
+
+JSONL = "llama_server_2024.jsonl"
+Q4 = {"model": "llama-3.1-8b", "weights": "q4_k_m", **H100}
+
+
+def _records() -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in (FIXTURES / JSONL).read_text().splitlines()]
+
+
+def _lines(records) -> bytes:
+    import json
+
+    return ("\n".join(json.dumps(r, separators=(",", ":")) for r in records) + "\n").encode()
+
+
+def test_llama_server_json_log(store):
+    p = parse(store, JSONL, **Q4)
+    assert p.format == "llama-server-json-log"
+    rows = p.rows.to_dicts()
+    # lines 11/12 (task 0) and 19/20 (task 130): the print_timings prompt and generation records; start-up records skipped
+    assert [r["row"] for r in rows] == [11, 12, 19, 20]
+    assert [r["phase"] for r in rows] == ["prefill", "decode", "prefill", "decode"] and {r["batch"] for r in rows} == {1}
+    pre, dec = rows[0], rows[1]
+    # line 11: t_prompt_processing 45.123 ms, n_prompt_tokens_processed 512, n_tokens_second 1e3 / 45.123 * 512 = 11346.7633
+    assert (pre["input_tokens"], pre["output_tokens"]) == (512, 0)
+    assert pre["tokens_per_s"] == pytest.approx(1e3 / 45.123 * 512) and pre["ttft_s"] == pytest.approx(0.045123)
+    # line 12: n_decoded 128 in 880.352 ms: t_token 880.352 / 128 = 6.87775 ms, n_tokens_second 1e3 / 880.352 * 128 = 145.3964
+    assert (dec["input_tokens"], dec["output_tokens"]) == (512, 128)
+    assert dec["tokens_per_s"] == pytest.approx(145.39638689978554) and dec["tpot_s"] == pytest.approx(6.87775e-3)
+    # task 130: 1024 prompt tokens in 92.401 ms; 256 decoded in 1790.617 ms -> 1e3 / 1790.617 * 256 = 142.9675 t/s
+    assert (rows[2]["input_tokens"], rows[2]["ttft_s"]) == (1024, pytest.approx(0.092401))
+    assert (rows[3]["output_tokens"], rows[3]["tokens_per_s"]) == (256, pytest.approx(1e3 / 1790.617 * 256))
+    assert (
+        {r["model"] for r in rows} == {"llama-3.1-8b"}
+        and {r["weights"] for r in rows} == {"q4_k_m"}
+        and {r["kv"] for r in rows} == {"fp16"}
+    )
+    assert any(n.startswith("2 requests' timings") for n in p.notes)
+
+
+def test_llama_server_json_log_feb_2024_names(store):
+    """Feb-Mar 2024 (930b17802 to 2002bc96b): slot_id, task_id, num_prompt_tokens_processed."""
+    renamed = []
+    for r in _records():
+        renamed.append(
+            {
+                {"id_slot": "slot_id", "id_task": "task_id", "n_prompt_tokens_processed": "num_prompt_tokens_processed"}.get(k, k): v
+                for k, v in r.items()
+            }
+        )
+    rows = parse(store, "x.jsonl", _lines(renamed), **Q4).rows.to_dicts()
+    assert [(r["row"], r["input_tokens"], r["output_tokens"]) for r in rows] == [
+        (11, 512, 0),
+        (12, 512, 128),
+        (19, 1024, 0),
+        (20, 1024, 256),
+    ]
+
+
+def test_llama_server_json_log_asks_and_refuses(store):
+    good = _records()
+    # the JSON log names no model and no device: the context gives them
+    assert "no accelerator in the file: give it as context: accelerator" in refused(store, JSONL, (FIXTURES / JSONL).read_bytes())
+    assert "give it as context: model" in refused(store, JSONL, (FIXTURES / JSONL).read_bytes(), **H100)
+    missing = [dict(r) for r in good]
+    del missing[11]["n_tokens_second"]  # line 12, the generation record of task 0
+    message = refused(store, "x.jsonl", _lines(missing), **Q4)
+    assert "record 12" in message and "lacks n_tokens_second" in message
+    wrong = [dict(r) for r in good]
+    wrong[10]["n_prompt_tokens_processed"] = "many"
+    message = refused(store, "x.jsonl", _lines(wrong), **Q4)
+    assert "record 11" in message and "many" in message
+    nan = (FIXTURES / JSONL).read_text().replace('"n_tokens_second":145.39638689978554', '"n_tokens_second":NaN')
+    message = refused(store, "x.jsonl", nan.encode(), **Q4)
+    assert "record 12" in message and "finite" in message
+    # no request finished: start-up records only
+    message = refused(store, "x.jsonl", _lines(good[:8]), **Q4)
+    assert "no print_timings records" in message
+
+
+def test_llama_server_json_log_detection():
+    from core.evidence.formats.llamacpp_logs import is_llama_server_json_log
+    from core.evidence.formats.registry import detect_json
+
+    first = _records()[0]  # "build info": a start-up record, not a timing one
+    assert first["msg"] == "build info" and detect_json(first).name == "llama-server-json-log"
+    assert not is_llama_server_json_log({"function": "print_timings", "msg": "prompt eval time"})  # not server_log's fields
+    assert not is_llama_server_json_log({**first, "level": 3})

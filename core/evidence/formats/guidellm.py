@@ -13,6 +13,10 @@ from the statistics of the *successful* requests, as guidellm reports them:
   `.metrics.request_totals`, the same metric names.
 - the v0.4+ `benchmarks.csv` (`guidellm/benchmark/outputs/csv.py`): one row
   per benchmark under a header of three rows (group, field, statistic).
+- the v0.2-v0.3 `benchmarks.csv` (`output.py`, `GenerativeBenchmarksReport.save_csv`):
+  one header row (`Type,Run Id,Id,Name,...,Successful Requests,
+  Successful <Metric> mean/median/std dev/[min, 0.1, ..., max]`, then the same
+  for errored, incomplete and total; `Args`, `Worker` as JSON text).
 
 batch = the strategy's concurrency (synchronous 1, concurrent `streams`);
 a rate-based strategy (throughput, constant, poisson) holds none, so the
@@ -345,6 +349,102 @@ def guidellm_csv(body: str, context: dict[str, Any]) -> Extract:
     return _extract(fmt, rows, labels, _notes(measured, len(rows), context), context, [r["_line"] for r in rows])
 
 
+# -- CSV (v0.2-v0.3, one header row) ---------------------------------------------------------------
+
+#: Its percentile columns: `<Status> <Metric> [min, 0.1, 1, 5, 10, 25, 75, 90, 95, 99, max]` (p90 item 7, p99 item 9).
+_V03_PCT = "[min, 0.1, 1, 5, 10, 25, 75, 90, 95, 99, max]"
+
+
+def is_guidellm_v03_csv(headers: list[str]) -> bool:
+    """guidellm's v0.2-v0.3 benchmarks.csv: one header row starting Type,Run Id,Id,Name,...,Successful Requests.
+
+    The first columns `save_csv` writes (`_benchmark_desc_headers_and_values`, then the successful status's count).
+    """
+    head = ("Type", "Run Id", "Id", "Name", "Start Time", "End Time", "Duration", "Successful Requests")
+    return tuple(h.strip().lstrip("\ufeff") for h in headers[: len(head)]) == head
+
+
+def _v03_column(metric: str, stat: str) -> str:
+    """The column `_benchmark_status_metrics_stats` names for the successful requests' `metric` and `stat`."""
+    name = f"Successful {metric.replace('_', ' ').capitalize()}"
+    return f"{name} {_V03_PCT}" if stat in ("p90", "p99") else f"{name} {stat.replace('_', ' ')}"
+
+
+def guidellm_v03_csv(body: str, context: dict[str, Any]) -> Extract:
+    """A guidellm v0.2-v0.3 benchmarks.csv: one row per benchmark, columns named as `save_csv` names them."""
+    fmt = "guidellm-csv-v0.3"
+    try:
+        table = [r for r in csv.reader(io.StringIO(body)) if any(c.strip() for c in r)]
+    except csv.Error as exc:
+        raise FormatError(f"not a well-formed CSV: {exc}") from None
+    if len(table) < 2:
+        raise FormatError("the guidellm CSV has a header but no benchmark rows")
+    index: dict[str, int] = {}
+    for n, name in enumerate(table[0]):
+        index.setdefault(name.strip().lstrip("\ufeff"), n)
+    needed = ("Name", "Args", _v03_column("output_tokens_per_second", "mean"), _v03_column("time_to_first_token_ms", "mean"))
+    for need in needed:
+        if need not in index:
+            raise FormatError(f"column {need} is missing: not a guidellm benchmarks.csv?", column=need)
+    rows: list[dict[str, Any]] = []
+    measured: list[int] = []
+    for n, raw in enumerate(table[1:], 1):
+
+        def cell(name: str, raw: list[str] = raw) -> str | None:
+            at = index.get(name)
+            return raw[at].strip() if at is not None and at < len(raw) and raw[at].strip() else None
+
+        def stat(metric: str, which: str) -> Any:
+            value = cell(_v03_column(metric, which))
+            return _percentile(value or "", 7 if which == "p90" else 9) if which in ("p90", "p99") else value
+
+        kind, _, rate = (cell("Name") or "").partition("@")
+        streams = _json_path(cell("Args"), "strategy", "streams")
+        if kind == "concurrent" and streams is None and rate.isdigit():
+            streams = int(rate)
+        batch, from_measure = _concurrency_of(kind, streams, _num(stat("request_concurrency", "mean")))
+        if from_measure:
+            measured.append(n)
+        rows.append(
+            {
+                "model": _json_field(cell("Worker"), "backend_model"),
+                "batch": batch,
+                "input": rounded(_num(stat("prompt_token_count", "mean"))),
+                "output": rounded(_num(stat("output_token_count", "mean"))),
+                "tps": stat("output_tokens_per_second", "mean"),
+                "requests": cell("Successful Requests"),
+                **{
+                    f"{key}_{s}": stat(metric, s)
+                    for key, metric in (("ttft", "time_to_first_token_ms"), ("itl", "inter_token_latency_ms"))
+                    for s in ("mean", "median", "p90", "p99")
+                },
+            }
+        )
+    labels = {
+        "model": "Worker (backend_model)",
+        "batch": f"Name / Args (strategy.streams) / {_v03_column('request_concurrency', 'mean')}",
+        "input_tokens": _v03_column("prompt_token_count", "mean"),
+        "output_tokens": _v03_column("output_token_count", "mean"),
+        "tokens_per_s": _v03_column("output_tokens_per_second", "mean"),
+        "requests": "Successful Requests",
+        **_latency_labels(lambda metric, s: _v03_column(metric, s) + (f" ({s})" if s in ("p90", "p99") else "")),
+    }
+    extract = _extract(fmt, rows, labels, _notes(measured, len(rows), context), context)
+    extract.row_label = "row"
+    return extract
+
+
+def _json_path(text: str | None, *path: str) -> Any:
+    """A scalar at `path` in a cell of JSON text (None where the cell is not JSON or lacks it)."""
+    try:
+        node: Any = json.loads(text) if text else None
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    for key in path:
+        node = node.get(key) if isinstance(node, dict) else None
+    return _scalar(node)
+
+
 def _num(text: str | None) -> Any:
     """A CSV cell as a number where it is one (rounding needs it), else the text (validation names it)."""
     if text is None:
@@ -397,5 +497,11 @@ FORMATS: tuple[Format, ...] = (
         "guidellm benchmarks.csv (v0.4 and later: three header rows)",
         lambda i: guidellm_csv(i.text(), i.context),
         text=is_guidellm_csv,
+    ),
+    Format(
+        "guidellm-csv-v0.3",
+        "guidellm benchmarks.csv (v0.2-v0.3: one header row)",
+        lambda i: guidellm_v03_csv(i.text(), i.context),
+        csv=is_guidellm_v03_csv,
     ),
 )

@@ -11,6 +11,14 @@
   `--log-format text` (2024), `slot print_timing: id  0 | task 0 |` then the lines
   (late 2024), and one prefixed line each (2025); one prefill and one decode
   measurement per request, batch 1;
+- `llama-server`'s JSON log (its default from Feb to Sep 2024, `--log-format json`;
+  `server_log` in examples/server/utils.hpp): one object per line, `tid`,
+  `timestamp`, `level`, `function`, `line`, `msg`, then the call's own fields;
+  `print_timings` writes a "prompt eval time" record (`t_prompt_processing`,
+  `n_prompt_tokens_processed`, `t_token`, `n_tokens_second`) and a "generation
+  eval time" record (`t_token_generation`, `n_decoded`, ...) per request (Feb-Mar
+  2024: `slot_id`, `task_id`, `num_prompt_tokens_processed`); the same two
+  measurements, from the records' full-precision numbers;
 - ollama `--verbose` (`api.Metrics.Summary`): one block per reply, a prefill
   (prompt eval) and a decode (eval) measurement, batch 1.
 
@@ -394,6 +402,116 @@ def llama_server_log(body: str, context: dict[str, Any]) -> Extract:
     return extract
 
 
+# -- llama-server JSON log (2024) -------------------------------------------------------------------
+
+#: The prompt record's token count (`num_...` Feb-Mar 2024, `n_...` from 2002bc96b).
+_JSON_PROMPT = ("n_prompt_tokens_processed", "num_prompt_tokens_processed")
+
+
+def is_llama_server_json_log(record: dict[str, Any]) -> bool:
+    """A llama-server JSON log record: `server_log`'s fields, `function` and `msg` as text (any record, start-up included)."""
+    return (
+        # the fields `server_log` writes first in every record (its ordered_json: tid, timestamp, level, function, line, msg)
+        record.keys() >= {"tid", "timestamp", "level", "function", "line", "msg"}
+        and isinstance(record.get("function"), str)
+        and isinstance(record.get("msg"), str)
+        and record.get("level") in ("INFO", "WARN", "ERR", "VERB")
+    )
+
+
+def _field(record: dict[str, Any], n: int, *names: str) -> Any:
+    """The first of `names` the record holds (a number stays a number; anything else is text, which validation names)."""
+    for name in names:
+        if name in record:
+            value = record[name]
+            return value if value is None or isinstance(value, int | float | str) else text(value)
+    raise FormatError(f"the print_timings record lacks {names[0]}", row=n, column=names[0])
+
+
+def llama_server_json_log(records: list[dict[str, Any]], context: dict[str, Any]) -> Extract:
+    """llama-server's JSON log: per request, print_timings' prompt record (prefill) then its generation record (decode)."""
+    fmt = "llama-server-json-log"
+    out: list[dict[str, Any]] = []
+    pending: dict[Any, dict[str, Any]] = {}
+    skipped: dict[str, int] = {}
+    requests = 0
+
+    def skip(why: str) -> None:
+        skipped[why] = skipped.get(why, 0) + 1
+
+    for n, rec in enumerate(records, 1):
+        if not isinstance(rec, dict) or rec.get("function") != "print_timings" or not isinstance(rec.get("msg"), str):
+            continue
+        msg = rec["msg"].lstrip()
+        slot = rec.get("id_slot", rec.get("slot_id"))
+        task = rec.get("id_task", rec.get("task_id"))
+        key = (text(slot), text(task))
+        if msg.startswith("prompt eval time"):
+            pending[key] = {
+                "line": n,
+                "n": _field(rec, n, *_JSON_PROMPT),
+                "ms": _field(rec, n, "t_prompt_processing"),
+                "tps": _field(rec, n, "n_tokens_second"),
+            }
+            continue
+        if not msg.startswith("generation eval time"):
+            continue  # "total time": the sum of the two
+        requests += 1
+        decoded, per, tps = (_field(rec, n, k) for k in ("n_decoded", "t_token", "n_tokens_second"))
+        _field(rec, n, "t_token_generation")
+        prompt = pending.pop(key, None)
+        if prompt is None:
+            skip("generation records without a prompt record of the same task before them")
+            continue
+        ids = {"slot": text(slot), "task": text(task)}
+        if prompt["n"] == 0:
+            skip("prompts served from the cache (0 tokens evaluated)")
+        else:
+            out.append(
+                {
+                    "row": prompt["line"],
+                    "phase": "prefill",
+                    "input": prompt["n"],
+                    "output": 0,
+                    "tps": prompt["tps"],
+                    "ttft": prompt["ms"],
+                    "tpot": None,
+                    **ids,
+                }
+            )
+        if decoded == 0:
+            skip("requests that generated no token")
+        else:
+            out.append({"row": n, "phase": "decode", "input": prompt["n"], "output": decoded, "tps": tps, "ttft": None, "tpot": per, **ids})
+    if not out:
+        raise FormatError(
+            "no print_timings records ('prompt eval time' then 'generation eval time'): no request finished in this llama-server log",
+            column="function",
+        )
+    spec: dict[str, tuple[str, Getter]] = {
+        "kv": ("(llama.cpp's default -ctk f16)", lambda r: "fp16"),
+        "phase": ("print_timings prompt eval time (prefill) / generation eval time (decode)", lambda r: r["phase"]),
+        "batch": ("(one request)", lambda r: 1),
+        "input_tokens": ("n_prompt_tokens_processed", lambda r: r["input"]),
+        "output_tokens": ("n_decoded", lambda r: r["output"]),
+        "tokens_per_s": ("n_tokens_second", lambda r: r["tps"]),
+        "ttft_s": ("t_prompt_processing (ms)", lambda r: r["ttft"]),
+        "tpot_s": ("t_token (ms)", lambda r: r["tpot"]),
+    }
+    notes = [
+        f"{requests} requests' timings: a prefill (prompt tokens/s) and a decode (generated tokens/s) measurement each, batch 1 "
+        "(requests that overlapped on other slots shared the GPU: their rates are lower than a lone request's)",
+        "input tokens = the prompt tokens evaluated (a prefix reused from the cache is not counted)",
+        "the JSON log names no model file, type or device (llama.cpp's own start-up lines went to stderr): "
+        "give the model, accelerator and weights as context",
+        "KV cache read as llama.cpp's default f16 (give it as context if -ctk set another type)",
+    ]
+    if skipped:
+        notes.append("skipped: " + ", ".join(f"{k}: {v}" for k, v in skipped.items()))
+    # record N is the file's Nth (non-blank) line, as the importer numbers JSON lines in its own messages
+    return from_records(fmt, out, spec, scale={"ttft_s": MS, "tpot_s": MS}, notes=notes, rows=[r["row"] for r in out])
+
+
 # -- ollama --verbose -------------------------------------------------------------------------------------
 
 _OLLAMA_LINE = re.compile(
@@ -509,7 +627,7 @@ def ollama_verbose(body: str, context: dict[str, Any]) -> Extract:
 
 def _records(inp: Input) -> list[dict[str, Any]]:
     if inp.records is None:
-        raise FormatError("llama-batched-bench-jsonl reads JSON lines ({...} per line)")
+        raise FormatError("this format reads JSON lines ({...} per line)")
     return inp.records
 
 
@@ -520,6 +638,12 @@ FORMATS: tuple[Format, ...] = (
         "llama.cpp llama-batched-bench --output-format jsonl (a prefill and a decode measurement per line)",
         lambda i: batched_bench_jsonl(_records(i), i.context),
         json=is_batched_bench_json,
+    ),
+    Format(
+        "llama-server-json-log",
+        "llama.cpp llama-server JSON log (2024 default, --log-format json; each request's print_timings records: a prefill and a decode)",
+        lambda i: llama_server_json_log(_records(i), i.context),
+        json=is_llama_server_json_log,
     ),
     Format(
         "llama-batched-bench",
