@@ -38,6 +38,7 @@ import math
 import os
 import shlex
 import sys
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -184,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", help="the benchmark output file")
     imp.add_argument("--format", choices=list(IMPORT_FORMATS), help="the file's format (default: detected from its content)")
     for name, info in ImportContext.model_fields.items():
-        imp.add_argument("--" + name.replace("_", "-"), dest=name, type=value_type(info), help=info.description)
+        choices = literal_choices(info)  # a field of fixed values (--phase decode|prefill|mixed) is offered as choices
+        kind = str if choices else value_type(info)
+        imp.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, choices=choices, help=info.description)
     imp.add_argument("--map", action="append", default=[], metavar="COLUMN=HEADER", help="generic CSV: read COLUMN from HEADER")
     imp.add_argument("--name", help="dataset name (default: the file name)")
     imp.set_defaults(func=cmd_import)
@@ -200,6 +203,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="the framework the runs used (default: the dataset's format's, else vLLM)",
     )
     ms.set_defaults(func=cmd_measured)
+
+    cr = sub.add_parser(
+        "compare-runs",
+        parents=[common],
+        help="two or more stored datasets side by side, aligned on the scenario: each metric's difference and ratio to the first",
+    )
+    cr.add_argument(
+        "runs", nargs="+", metavar="DATASET", help="datasets (ids as `import` prints them, or names); the first is the baseline"
+    )
+    cr.add_argument(
+        "--framework",
+        choices=list(FRAMEWORKS),
+        help="the framework every run used (default: each dataset's format's, else vLLM): whose expected figures the shares use",
+    )
+    cr.set_defaults(func=cmd_compare_runs)
 
     ds = sub.add_parser("datasets", parents=[common], help="list the imported datasets: id, name, format, rows, imported at")
     ds.set_defaults(func=cmd_datasets)
@@ -540,6 +558,15 @@ def _write_out(out: Path, write: Any) -> None:
         raise CliError(f"--out: cannot write {out}: {exc.strerror or exc}") from None
 
 
+def literal_choices(info: Any) -> list[str] | None:
+    """The values of a pydantic field typed as a Literal (optional or not), for an option's choices; None for any other field."""
+    annotation = info.annotation
+    for arg in (annotation, *typing.get_args(annotation)):
+        if typing.get_origin(arg) is typing.Literal:
+            return [str(v) for v in typing.get_args(arg)]
+    return None
+
+
 def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
     path = Path(args.file)
     if not path.is_file():
@@ -589,14 +616,7 @@ def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
     from core.evidence.refit import MIN_FIT_POINTS, MIN_FIT_R2, expected, framework_of, refit
 
     store = get_store(args.db)
-    datasets = list_datasets(store)
-    given = str(args.dataset).strip()
-    hit = datasets.filter((pl.col("id").cast(pl.String) == given) | (pl.col("name") == given))
-    if hit.height != 1:
-        known = ", ".join(f"{i} ({n!r})" for i, n in zip(datasets["id"], datasets["name"], strict=True)) or "none; import one first"
-        several = f"names {hit.height} datasets ({', '.join(str(i) for i in hit['id'])}): give the id" if hit.height else "is not stored"
-        raise CliError(f"DATASET: {given!r} {several}; datasets: {known}")
-    info = hit.row(0, named=True)
+    info = _dataset(list_datasets(store), args.dataset)
     cat = _catalogue(args)
     framework = args.framework or framework_of(info["format"], "vLLM")
     cmp = expected(cat, compare(cat, dataset_rows(store, int(info["id"])), flag_text=False), framework)
@@ -605,6 +625,41 @@ def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
         fit = refit(cat, cmp, framework)
         out["refit"] = {"min_points": MIN_FIT_POINTS, "min_r2": MIN_FIT_R2, "cells": [c.record() for c in fit.cells]}
     return out
+
+
+def _dataset(datasets: pl.DataFrame, given: Any) -> dict[str, Any]:
+    """The stored dataset `given` names (its id or its name); CliError naming the datasets otherwise."""
+    given = str(given).strip()
+    hit = datasets.filter((pl.col("id").cast(pl.String) == given) | (pl.col("name") == given))
+    if hit.height != 1:
+        known = ", ".join(f"{i} ({n!r})" for i, n in zip(datasets["id"], datasets["name"], strict=True)) or "none; import one first"
+        several = f"names {hit.height} datasets ({', '.join(str(i) for i in hit['id'])}): give the id" if hit.height else "is not stored"
+        raise CliError(f"DATASET: {given!r} {several}; datasets: {known}")
+    return hit.row(0, named=True)
+
+
+def cmd_compare_runs(args: argparse.Namespace) -> dict[str, Any]:
+    """`compare-runs A B ...`: core.evidence.runs.compare_runs of stored datasets, each against its ceiling and what its
+    framework is expected to reach; the first is the baseline."""
+    from core.evidence.compare import compare
+    from core.evidence.importers import dataset_rows, list_datasets
+    from core.evidence.refit import expected, framework_of
+    from core.evidence.runs import RunsError, compare_runs, runs_json
+
+    store = get_store(args.db)
+    datasets = list_datasets(store)
+    infos = [_dataset(datasets, given) for given in args.runs]
+    cat = _catalogue(args)
+    runs = []
+    for info in infos:
+        framework = args.framework or framework_of(info["format"], "vLLM")
+        cmp = expected(cat, compare(cat, dataset_rows(store, int(info["id"])), flag_text=False), framework)
+        runs.append((f"{info['name']} (#{info['id']})", cmp))
+    try:
+        result = compare_runs(runs)
+    except RunsError as exc:
+        raise CliError(f"DATASET: {exc}") from None
+    return runs_json(result)
 
 
 def cmd_datasets(args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,7 +24,7 @@ from core.catalogue.catalogue import load_catalogue
 from core.evidence.bench_commands import read_tag
 from core.evidence.formats import TEXT_HEAD, Extract, Format, FormatError, Input
 from core.evidence.formats.generic import MissingColumnsError, header_of, missing_columns
-from core.evidence.formats.registry import BY_NAME, detect_csv, detect_json, detect_text
+from core.evidence.formats.registry import BY_NAME, closest, detect_csv, detect_json, detect_text, unknown_csv, unknown_json
 from core.evidence.measurements import MeasurementError, error_text, validate
 from core.store.paths import ReadOnlyError, read_sql
 
@@ -60,6 +60,11 @@ class ImportContext(BaseModel):
     )
     output_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = Field(
         None, description="output length per request, where the file lacks it"
+    )
+    phase: Literal["decode", "prefill", "mixed"] | None = Field(
+        None,
+        description="what tokens/s counts: decode (generation only), prefill (prompt tokens) or mixed (a serving run, prefill "
+        "included); replaces the file's (a CSV with no phase column: inferred from its columns)",
     )
 
 
@@ -161,10 +166,15 @@ def parse_file(
             progress(0.3, f"validating {extract.frame.height:,} rows")
         rows = validate(extract, load_catalogue(store), ctx, progress)
     except MissingColumnsError as exc:
-        raise ImportFileError(error_text(file_name, exc), missing=exc) from None
+        near = closest(set(exc.headers), "csv") if fmt is None else []
+        also = f" (it is {unknown_csv(exc.headers)})" if near else ""
+        raise ImportFileError(error_text(file_name, exc) + also, missing=exc) from None
     except (FormatError, MeasurementError) as exc:
         label = extract.row_label if extract is not None else _row_label(data, fmt)
         raise ImportFileError(error_text(file_name, exc, label)) from None
+    except pl.exceptions.PolarsError as exc:  # a table the CSV parser cannot read (a stray quote, a ragged row): its first line
+        said = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        raise ImportFileError(f"{file_name}: the table cannot be read: {said[:300]}") from None
     assert extract is not None
     return Parsed(extract.format, rows, hashlib.sha256(data).hexdigest(), extract.notes)
 
@@ -193,11 +203,17 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
         data = data[3:]
     head = text.lstrip()[:1]
     if head in ("{", "["):
-        records, _ = _json_records(text.strip())
-        reader = BY_NAME[fmt] if fmt else detect_json(records[0])
+        records, shape = _json_records(text.strip())
+        reader = BY_NAME[fmt] if fmt else detect_json(records[0], shape)
         if reader.json is None:
             raise FormatError(f"a JSON file cannot be read as {reader.name}")
-        return reader.read(Input(records, data, [], ctx, mapping))
+        try:
+            return reader.read(Input(records, data, [], ctx, mapping))
+        except FormatError as exc:
+            if fmt is None and _CLAIMED.search(exc.problem):  # a loose detector took another tool's file: say what the file is
+                claimed = f"it looked like {reader.name}, but {exc.problem.split(': not a ')[0]}"
+                raise FormatError(unknown_json(records[0], shape, claimed), row=exc.row) from None
+            raise
     plain = _text_format(text, fmt)
     if plain is not None:  # a plain-text format (a log, a summary): its own reader, tried before CSV detection
         return plain.read(Input(None, data, [], ctx, mapping))
@@ -208,7 +224,7 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
     if line_len > MAX_LINE_BYTES:
         raise FormatError(f"line 1 is {line_len:,} bytes long (limit {MAX_LINE_BYTES:,}): not a CSV of measurements", row=1)
     headers = header_of(data)
-    reader = BY_NAME[fmt] if fmt else detect_csv(headers)
+    reader = BY_NAME[fmt] if fmt else detect_csv(headers, _first_row(data))
     if reader.csv is None:
         raise FormatError(f"a CSV file cannot be read as {reader.name}")  # (a text format was routed above)
     if first_break < 0 or not _NON_SPACE.search(data, first_break):
@@ -217,6 +233,21 @@ def _read(data: bytes, fmt: str | None, ctx: dict[str, Any], mapping: dict[str, 
 
 
 _NON_SPACE = re.compile(rb"\S")
+#: What `core.evidence.formats.require` says when a file lacks a field its format always writes.
+_CLAIMED = re.compile(r"^field \S+ is missing: not a \S+ file\?$")
+
+
+def _first_row(data: bytes) -> list[str] | None:
+    """The first data row of CSV bytes, as fields (None: no second line), to tell a table from a text."""
+    import csv
+
+    lines = data.split(b"\n", 2)
+    if len(lines) < 2 or not lines[1].strip() or b'"' in lines[1]:  # a quoted field may run over lines: not judged
+        return None
+    try:
+        return next(csv.reader([lines[1].decode("utf-8", errors="replace").rstrip("\r")]), None)
+    except csv.Error:
+        return None
 
 
 def columns_to_map(data: bytes, fmt: str | None = None, given: frozenset[str] = frozenset()) -> MissingColumnsError | None:
@@ -230,7 +261,10 @@ def columns_to_map(data: bytes, fmt: str | None = None, given: frozenset[str] = 
     if text.lstrip()[:1] in ("{", "[") or _text_format(text, fmt) is not None:
         return None
     data = data.removeprefix(b"\xef\xbb\xbf")
-    reader = BY_NAME[fmt] if fmt else detect_csv(header_of(data))
+    try:
+        reader = BY_NAME[fmt] if fmt else detect_csv(header_of(data), _first_row(data))
+    except (FormatError, UnicodeDecodeError):  # not a table: nothing to map (the import says what the file looks like)
+        return None
     return missing_columns(data, given) if reader.name == "generic-csv" else None
 
 

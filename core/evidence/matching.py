@@ -13,6 +13,12 @@ tokens and compared:
   version (3 matches 3.1, 2 matches 2.5) must agree; more shared tokens win.
 
 No match raises `NoMatchError` (an `UnknownIdError`) with the closest entries.
+
+Tools also write a count into the accelerator ("8xH200", "H100x4", "4x NVIDIA
+H100 80GB HBM3": `resolve_accelerator` gives the id and the count) and the
+weight format into a quantised checkpoint's id ("Llama-3.3-70B-Instruct-FP8",
+"Qwen2.5-7B-Instruct-GPTQ-Int4": `weights_in_model_name`); validation
+(core.evidence.measurements) uses both for every format.
 """
 
 from __future__ import annotations
@@ -57,8 +63,52 @@ class NoMatchError(UnknownIdError):
         self.suggestions = suggestions
 
 
+#: "8xH200", "8 x H200", "4x NVIDIA H100 80GB HBM3" (count first) and "H100x4", "H200 x 8" (count last): an accelerator and a count.
+_COUNT_FIRST = re.compile(r"^\s*(\d{1,4})\s*[x\u00d7]\s*(\S.*?)\s*$", re.IGNORECASE)
+_COUNT_LAST = re.compile(r"^\s*(\S.*?)\s*[x\u00d7]\s*(\d{1,4})\s*$", re.IGNORECASE)
+
+
+def split_count(name: str) -> tuple[str, int | None]:
+    """An accelerator name without the count a tool writes into it ("8xH200" -> ("H200", 8)); (name, None) when there is none.
+
+    The count is 1 to 4 digits before or after an "x" (or "×"), the rest holding a letter: "H100x4", "H200 x 8" and
+    "2 x MI300X" hold counts, "MI300X" (no digits after its X) and "80GB HBM3" do not.
+    """
+    for pattern, chip_at, count_at in ((_COUNT_FIRST, 2, 1), (_COUNT_LAST, 1, 2)):
+        m = pattern.match(name)
+        if m is None or not any(c.isalpha() for c in m.group(chip_at)):
+            continue
+        count = int(m.group(count_at))
+        if count >= 1:
+            return m.group(chip_at), count
+    return name, None
+
+
+def resolve_accelerator(name: str, cat: Catalogue) -> tuple[str, int | None]:
+    """The catalogue id of an accelerator named `name` and the count the name holds ("8xH200": h200-sxm, 8; a plain name: None).
+
+    A name the catalogue holds as it is (an id or a name) is that entry, with no count; otherwise a count written into the
+    name is read off and the rest matched, and a name with no count (or whose rest matches nothing) is matched as it is.
+    """
+    key = name.strip().lower()
+    exact = next((str(g) for g, n in zip(cat.gpus["id"].to_list(), cat.gpus["name"].to_list(), strict=True) if key in (g, n.lower())), None)
+    if exact is not None:
+        return exact, None
+    chip, count = split_count(name)
+    if count is not None:
+        try:
+            return _match_accelerator(chip, cat), count
+        except NoMatchError:
+            pass
+    return _match_accelerator(name, cat), None
+
+
 def match_accelerator(name: str, cat: Catalogue) -> str:
-    """The catalogue id of an accelerator named `name` (an id, a name or a driver string)."""
+    """The catalogue id of an accelerator named `name` (an id, a name or a driver string; a count in it is read past)."""
+    return resolve_accelerator(name, cat)[0]
+
+
+def _match_accelerator(name: str, cat: Catalogue) -> str:
     ids = cat.gpus["id"].to_list()
     names = cat.gpus["name"].to_list()
     key = name.strip().lower()
@@ -105,6 +155,44 @@ def match_model(name: str, cat: Catalogue) -> str:
     if best is None or not sizes:
         raise NoMatchError("model", name, _suggest(set(query), {m: set(t) for m, t in cands.items()}))
     return best[1]
+
+
+#: A quantised checkpoint's name ends in its weight format ("Llama-3.3-70B-Instruct-FP8", "Qwen2.5-7B-Instruct-GPTQ-Int4",
+#: "Meta-Llama-3.1-8B-Instruct-quantized.w4a16"): suffix (lower case) -> the catalogue's storage format
+#: (core.catalogue.precisions.FORMATS). AWQ and GPTQ without a width are 4-bit; W8A8 is int8 (the RedHatAI / llm-compressor
+#: naming: fp8 checkpoints say FP8).
+_WEIGHT_SUFFIXES: dict[str, str] = {
+    "fp8": "fp8",
+    "fp8-dynamic": "fp8",
+    "fp8-static": "fp8",
+    "fp8-block": "fp8",
+    "awq": "int4",
+    "gptq": "int4",
+    "gptq-int4": "int4",
+    "gptq-int8": "int8",
+    "w4a16": "int4",
+    "w4a16-g128": "int4",
+    "int4": "int4",
+    "int8": "int8",
+    "w8a8": "int8",
+    "w8a16": "int8",
+    "nvfp4": "nvfp4",
+    "mxfp4": "mxfp4",
+    "fp4": "nvfp4",
+}
+_WEIGHT_SUFFIX = re.compile(
+    r"[-_.](" + "|".join(sorted((re.escape(k).replace("\\-", "[-_]") for k in _WEIGHT_SUFFIXES), key=len, reverse=True)) + r")$",
+    re.IGNORECASE,
+)
+
+
+def weights_in_model_name(name: str) -> tuple[str, str] | None:
+    """The weight format a model id's suffix names and the suffix as written ("...-Instruct-FP8" -> ("fp8", "FP8")); None: no such suffix."""
+    base = name.strip().replace("\\", "/").split("/")[-1]
+    m = _WEIGHT_SUFFIX.search(base)
+    if m is None:
+        return None
+    return _WEIGHT_SUFFIXES[m.group(1).lower().replace("_", "-")], m.group(1)
 
 
 def _gpu_tokens(text: str) -> set[str]:

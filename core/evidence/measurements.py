@@ -27,7 +27,7 @@ from core.catalogue.catalogue import Catalogue, UnknownIdError
 from core.catalogue.precisions import UnknownPrecisionError, compute_precision, storage_format
 from core.catalogue.specs import PrecisionFields
 from core.evidence.formats import CANONICAL, CONTEXT_WORDS, EXTRA, Extract
-from core.evidence.matching import match_accelerator, match_model
+from core.evidence.matching import match_model, resolve_accelerator, weights_in_model_name
 
 PHASES = ("decode", "prefill", "mixed")
 
@@ -163,6 +163,8 @@ def validate(
         sources[k] = f"{k} (given as context)"
         extract.scale.pop(k, None)
     label = extract.row_label
+    frame = frame.with_columns((pl.col("num_gpus").is_not_null() & (pl.col("num_gpus").str.strip_chars() != "")).alias("__num_gpus_given"))
+    frame = _weights_from_model_names(frame, sources, extract.notes)
     defaults = {"num_gpus": "1", "weights": "bf16", "kv": "bf16", "phase": "decode"}
     frame = frame.with_columns([pl.col(c).fill_null(v) for c, v in defaults.items()])
     strip = {c: pl.col(c).str.strip_chars() for c in RULES}
@@ -214,7 +216,7 @@ def validate(
         },
     }
     _raise_first(typed.select("row", *[e.alias(c) for c, e in cross.items()]), sources)
-    resolved = _resolve_names(typed, cat, sources, label)
+    resolved = _resolve_names(typed, cat, sources, label, extract.notes)
     return resolved.select(
         "row",
         *CANONICAL,
@@ -238,18 +240,57 @@ def _raise_first(problems: pl.DataFrame, sources: dict[str, str]) -> None:
     )
 
 
-def _resolve_names(frame: pl.DataFrame, cat: Catalogue, sources: dict[str, str], label: str) -> pl.DataFrame:
-    """Map every distinct accelerator, model and precision name to its catalogue id (once per name)."""
+def _weights_from_model_names(frame: pl.DataFrame, sources: dict[str, str], notes: list[str]) -> pl.DataFrame:
+    """Rows with no weight format (neither in the file nor given as context) whose model id ends in one ("-FP8", "-AWQ",
+    "-GPTQ-Int4", "-NVFP4" ...): that format, said in the notes."""
+    lacking = frame.filter(pl.col("weights").is_null() | (pl.col("weights").str.strip_chars() == ""))
+    implied: dict[str, str] = {}
+    for name in lacking["model"].drop_nulls().unique(maintain_order=True).to_list():
+        hit = weights_in_model_name(name)
+        if hit is not None:
+            implied[name] = hit[0]
+            notes.append(f"weights: {hit[0]}, from the model name {name!r} (its suffix {hit[1]!r}; the file holds no weight format)")
+    if not implied:
+        return frame
+    sources.setdefault("weights", "weights (from the model name)")
+    empty = pl.col("weights").is_null() | (pl.col("weights").str.strip_chars() == "")
+    return frame.with_columns(
+        pl.when(empty)
+        .then(pl.col("model").replace_strict(implied, default=None, return_dtype=pl.String))
+        .otherwise(pl.col("weights"))
+        .alias("weights")
+    )
+
+
+def _resolve_names(
+    frame: pl.DataFrame, cat: Catalogue, sources: dict[str, str], label: str, notes: list[str] | None = None
+) -> pl.DataFrame:
+    """Map every distinct accelerator, model and precision name to its catalogue id (once per name).
+
+    An accelerator name that holds a count ("8xH200", "H100x4", "2 x MI300X") gives the row's num_gpus where neither the
+    file nor the context gives one; a count that differs from a given num_gpus is refused, naming both.
+    """
     out = frame
+    counts: dict[str, int] = {}
+
+    def gpu(v: str) -> str:
+        gid, count = resolve_accelerator(v, cat)
+        exact = v.strip().lower() in (gid, cat.gpu(gid).name.lower())
+        if count is not None:
+            counts[v] = count
+        if notes is not None and not exact:
+            notes.append(f"accelerator {v!r} read as {f'{count} × ' if count is not None else ''}{cat.gpu(gid).name}")
+        return gid
+
     resolvers: dict[str, Callable[[str], str]] = {
-        "gpu": lambda v: match_accelerator(v, cat),
+        "gpu": gpu,
         "model": lambda v: match_model(v, cat),
         "weights": lambda v: storage_format(v, argument="weights").name,
         "kv": lambda v: storage_format(v, argument="kv").name,
         "compute": lambda v: compute_precision(v, argument="compute"),
     }
     for col, resolve in resolvers.items():
-        names = out[col].drop_nulls().unique().to_list()
+        names = out[col].drop_nulls().unique(maintain_order=True).to_list()
         if col in ("gpu", "model") and out[col].null_count():
             first = out.filter(pl.col(col).is_null())["row"][0]
             what = "accelerator" if col == "gpu" else "model"
@@ -264,8 +305,27 @@ def _resolve_names(frame: pl.DataFrame, cat: Catalogue, sources: dict[str, str],
                 first = out.filter(pl.col(col) == name)["row"][0]
                 n_rows = out.filter(pl.col(col) == name).height
                 raise MeasurementError(str(exc).strip('"'), row=first, column=sources.get(col, col), more=n_rows - 1) from None
+        if col == "gpu" and counts:
+            out = _counts_as_num_gpus(out, counts, sources)
         out = out.with_columns(pl.col(col).replace_strict(mapping, default=None, return_dtype=pl.String))
-    return out
+    return out.drop("__num_gpus_given", strict=False)
+
+
+def _counts_as_num_gpus(frame: pl.DataFrame, counts: dict[str, int], sources: dict[str, str]) -> pl.DataFrame:
+    """num_gpus from the count an accelerator name holds, where none was given; MeasurementError where a given one differs."""
+    count = pl.col("gpu").replace_strict(counts, default=None, return_dtype=pl.Int64)
+    given = pl.col("__num_gpus_given") if "__num_gpus_given" in frame.columns else pl.lit(False)
+    clash = frame.filter(count.is_not_null() & given & (count != pl.col("num_gpus")))
+    if clash.height:
+        first = clash.row(0, named=True)
+        raise MeasurementError(
+            f"the accelerator {first['gpu']!r} says {counts[first['gpu']]} accelerators but num_gpus is {first['num_gpus']}: "
+            "give one count (or fix the file)",
+            row=first["row"],
+            column=sources.get("num_gpus", "num_gpus"),
+            more=clash["row"].n_unique() - 1,
+        )
+    return frame.with_columns(pl.when(count.is_not_null() & ~given).then(count).otherwise(pl.col("num_gpus")).alias("num_gpus"))
 
 
 def error_text(file_name: str, exc: MeasurementError | Any, row_label: str = "row") -> str:

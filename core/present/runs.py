@@ -89,7 +89,9 @@ def runs_chart(cat: Catalogue, result: RunsComparison, *, title: str = "", width
     ]
     line = alt.Chart(pts).mark_line(strokeWidth=2, opacity=0.6).encode(x=x, y=y, color=colour, detail="setup:N", order="batch:Q")
     dots = (
-        alt.Chart(pts).mark_point(size=110, filled=True).encode(x=x, y=y, color=colour, shape=alt.Shape("run:N", legend=None), tooltip=tips)
+        alt.Chart(pts)
+        .mark_point(size=110, filled=True)
+        .encode(x=x, y=y, color=colour, shape=alt.Shape("run:N", scale=alt.Scale(domain=list(result.labels)), legend=None), tooltip=tips)
     )
     return alt.LayerChart(layer=[line, dots]).properties(
         title=title or "Throughput per GPU against per-user speed, each run",

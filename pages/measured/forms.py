@@ -89,7 +89,7 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
         )
         name = e4.text_input("Dataset name", key="ms_name", help="Stored as typed; default: the file name.")
         given = frozenset(k for k, v in (("batch", batch), ("input_tokens", inp), ("output_tokens", out)) if v)
-        mapping = _mapping_step(up, fmt, given)
+        mapping, phase = _mapping_step(up, fmt, given)
         if st.button(
             "Import",
             icon=":material/upload:",
@@ -106,6 +106,7 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
                 batch=batch or None,
                 input_tokens=inp or None,
                 output_tokens=out or None,
+                phase=phase,
             )
             bar = st.progress(0.0, text="Reading")
             assert up is not None
@@ -133,18 +134,21 @@ def _format_label(name: str) -> str:
     return "auto" if name == "auto" else f"{name}: {FORMATS[name].description}"
 
 
-def _mapping_step(up: Any, fmt: str, given: frozenset[str]) -> dict[str, str] | None:
-    """As soon as a CSV read as the generic format lacks required columns: one select per missing column.
+def _mapping_step(up: Any, fmt: str, given: frozenset[str]) -> tuple[dict[str, str] | None, Any]:
+    """As soon as a CSV read as the generic format lacks required columns: one select per missing column, and the phase.
 
     Only headers whose content fits are offered (whole numbers for batch and lengths, positive numbers for
     tokens/s), the closest name proposed; nothing is imported until the Import button confirms the mapping.
-    A column typed in the fields above (batch, input, output tokens) is not asked for.
+    A column typed in the fields above (batch, input, output tokens) is not asked for. A file with no phase column
+    gets a phase choice, the one inferred from its columns first (a serving run's TTFT or concurrency column: mixed).
+    Returns the mapping and the phase chosen (None: the file's phase column, the inferred one, or no mapping step).
     """
     missing = None if up is None else columns_to_map(up.getvalue(), None if fmt == "auto" else fmt, given)
     if missing is None or not missing.missing:
-        return None
+        return None, None
     st.markdown("**Map the columns** this file names differently (nothing is imported until you press Import):")
-    cols = st.columns(max(1, len(missing.missing)))
+    inferred = missing.phase
+    cols = st.columns(max(1, len(missing.missing) + (inferred is not None)))
     out = {}
     for col, name in zip(cols, missing.missing, strict=False):
         options = ["", *missing.candidates.get(name, [])]
@@ -160,7 +164,19 @@ def _mapping_step(up: Any, fmt: str, given: frozenset[str]) -> dict[str, str] | 
             + ("" if len(options) > 1 else " None fits: type the value in the field above, or fix the file."),
         )
     assert all(k in CANONICAL for k in out)
-    return {k: v for k, v in out.items() if v}
+    phase = None
+    if inferred is not None:
+        phases = [inferred, *(p for p in PHASE_LABELS if p != inferred)]
+        phase = cols[len(missing.missing)].selectbox(
+            "phase",
+            phases,
+            key="ms_map_phase",
+            format_func=PHASE_LABELS.__getitem__,
+            help=f"The file has no phase column: what its tokens/s counts. Read from its columns as {PHASE_LABELS[inferred]} "
+            f"({missing.phase_reason}). Decode: generated tokens/s with no prefill in the window; a serving run: output "
+            "tokens/s with prefill included; prefill: prompt tokens/s.",
+        )
+    return {k: v for k, v in out.items() if v}, None if phase == inferred else phase  # the inferred one is said in the notes
 
 
 def manage_dataset(store: Store | SessionStore, dataset_id: int, name: str) -> None:

@@ -232,7 +232,7 @@ def test_import_context_options_are_the_import_context_fields():
     from core.cli import build_parser
     from core.evidence.importers import ImportContext
 
-    args = build_parser().parse_args(["import", "f.json", "--num-gpus", "4", "--input-tokens", "512", "--kv", "fp8"])
+    args = build_parser().parse_args(["import", "f.json", "--num-gpus", "4", "--input-tokens", "512", "--kv", "fp8", "--phase", "mixed"])
     assert {n: getattr(args, n) for n in ImportContext.model_fields} == {
         "gpu": None,
         "num_gpus": 4,
@@ -243,6 +243,7 @@ def test_import_context_options_are_the_import_context_fields():
         "batch": None,
         "input_tokens": 512,
         "output_tokens": None,
+        "phase": "mixed",
     }
 
 

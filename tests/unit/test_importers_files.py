@@ -105,7 +105,7 @@ def test_vllm_latency_json_asks_for_batch_and_lengths_in_words(store):
 
 def test_a_txt_log_is_accepted_and_routed_to_its_text_reader(store):
     """txt/log/md/sql are upload types; a vLLM log named .txt is read by the vllm-log reader, not as a CSV."""
-    assert {"csv", "json", "jsonl", "txt", "md", "log", "sql"} == set(UPLOAD_TYPES)
+    assert {"csv", "json", "jsonl", "yaml", "yml", "txt", "md", "log", "sql"} == set(UPLOAD_TYPES)
     p = parsed(store, "vllm_engine_v0.log", "server.txt", **H100, input_tokens=1024, output_tokens=256)
     assert p.format == "vllm-log"
     rows = p.rows
@@ -240,3 +240,16 @@ def test_optimum_prefill_in_samples_per_s_becomes_tokens_per_s(store):
     assert samples["tokens_per_s"].to_list() == [pytest.approx(72.5 * 512), 400.0]
     tokens = parsed(store, "optimum_benchmark.json").rows
     assert tokens["tokens_per_s"].to_list() == [37236.4, 400.0]
+
+
+def test_every_fixture_is_cited_in_the_fixtures_readme():
+    """Each sample file says where its field names come from (tests/fixtures/README.md names it)."""
+    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
+    uncited = [p.name for p in sorted(FIXTURES.iterdir()) if p.is_file() and p.name != "README.md" and f"`{p.name}`" not in readme]
+    assert not uncited
+
+
+def test_the_uploader_takes_every_sample_by_its_extension():
+    """Each fixture is named as its tool names its file (benchmarks.yaml, server.log, ...): the uploader lists its extension."""
+    refused = [p.name for p in FIXTURES.iterdir() if p.name != "README.md" and p.suffix.lstrip(".").lower() not in UPLOAD_TYPES]
+    assert not refused

@@ -72,7 +72,7 @@ def _aiperf_phases(cfg: Any) -> list[dict[str, Any]]:
     phases = cfg.get("phases") if isinstance(cfg, dict) else None
     if isinstance(phases, dict):
         phases = [p | {"name": p.get("name", name)} for name, p in phases.items() if isinstance(p, dict)]
-    return [p for p in phases or [] if isinstance(p, dict)]
+    return [p for p in phases if isinstance(p, dict)] if isinstance(phases, list) else []
 
 
 def _aiperf_concurrency(r: dict[str, Any]) -> Any:
@@ -266,13 +266,20 @@ def _prefill_tokens_per_s(report: dict[str, Any], base: dict[str, Any], row: int
     return v * length if v is not None else value
 
 
-def optimum_benchmark(records: list[dict[str, Any]]) -> Extract:
+def optimum_benchmark(records: list[dict[str, Any]], context: dict[str, Any] | None = None) -> Extract:
     """optimum-benchmark `benchmark.json` ({config, report}) or `benchmark_report.json` (the report alone).
 
     The report has a prefill and a decode target, each with `throughput`
-    ({unit, value}) and `latency` ({unit: "s", mean, ...}).
+    ({unit, value}) and `latency` ({unit: "s", mean, ...}). The report alone
+    holds no config: the scenario (accelerator, model, batch, lengths) comes
+    from the context, and a prefill throughput in samples/s is turned into
+    tokens/s with the context's input tokens (the context's value, where
+    given, replaces the config's as it does in validation). A CSV row
+    (`optimum_benchmark_csv`) holds its numbers as text: they are read as
+    numbers here.
     """
     fmt = "optimum-benchmark"
+    ctx = context or {}
     rows: list[dict[str, Any]] = []
     numbers: list[int] = []
     for i, r in enumerate(records, 1):
@@ -287,12 +294,25 @@ def optimum_benchmark(records: list[dict[str, Any]]) -> Extract:
             "input_tokens": dig(cfg, "scenario", "input_shapes", "sequence_length"),
             "output_tokens": dig(cfg, "scenario", "generate_kwargs", "max_new_tokens"),
         }
+        length = ctx.get("input_tokens") if ctx.get("input_tokens") is not None else _as_number(base["input_tokens"])
+        volume = {**base, "input_tokens": length}  # what turns samples/s into tokens/s
+        prefill = dig(report, "prefill", "throughput")
+        prefill = prefill if isinstance(prefill, dict) and prefill else None
+        per_sample = prefill is not None and str(prefill.get("unit")).strip().lower() == "samples/s"
+        if prefill is not None and per_sample and number(length) is None and prefill.get("value") is not None:
+            raise FormatError(
+                ask("prefill throughput is in samples/s and the file holds no sequence_length to turn it into tokens/s", "input_tokens"),
+                row=i,
+                column="config.scenario.input_shapes.sequence_length",
+            )
+        if prefill is not None:  # a CSV cell holds the value as text
+            report = {**report, "prefill": {**report["prefill"], "throughput": {**prefill, "value": _as_number(prefill.get("value"))}}}
         if dig(report, "prefill", "throughput", "value") is not None:
             rows.append(
                 {
                     **base,
                     "phase": "prefill",
-                    "tps": _prefill_tokens_per_s(report, base, i),
+                    "tps": _prefill_tokens_per_s(report, volume, i),
                     "ttft": dig(report, "prefill", "latency", "mean"),
                 }
             )
@@ -313,6 +333,16 @@ def optimum_benchmark(records: list[dict[str, Any]]) -> Extract:
         "tpot_s": ("report.per_token.latency.mean", lambda r: r.get("tpot")),
     }
     return from_records(fmt, rows, spec, rows=numbers)
+
+
+def _as_number(value: Any) -> Any:
+    """A count written as text (a CSV cell "256") as a number; anything else unchanged."""
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return value
+    return value
 
 
 # -- AIPerf per-request records ---------------------------------------------------------------
@@ -374,8 +404,8 @@ def aiperf_records(records: list[dict[str, Any]], context: dict[str, Any]) -> Ex
             into.append(v)
     window = (max(end) - min(start)) / 1e9
     rec: dict[str, Any] = {
-        "input": round(sum(isl) / len(isl)),
-        "output": round(sum(osl) / len(osl)),
+        "input": rounded(sum(isl) / len(isl)),
+        "output": rounded(sum(osl) / len(osl)),
         "tps": sum(osl) / window if window > 0 else f"{sum(osl)} tokens / {window} s",
         **request_summary(ttft, itl, len(ok)),
     }

@@ -6,7 +6,7 @@
 | `num_gpus` | count | no (1) | accelerators the model is split over (tensor parallel) |
 | `model` | - | unless given as context | a catalogue id or a name like "meta-llama/Llama-3.1-8B-Instruct" |
 | `weights`, `kv`, `compute` | precision | no (bf16, bf16, from weights) | bf16, fp8, int4, nvfp4 ... |
-| `phase` | - | no (decode) | decode (generation only), prefill (prompt only) or mixed (a serving run) |
+| `phase` | - | no (from the columns) | decode (generation only), prefill (prompt only) or mixed (a serving run) |
 | `batch` | sequences | yes | sequences decoded together (or the concurrency of a serving run) |
 | `input_tokens` | tokens | yes | prompt length per sequence (the context already cached for decode) |
 | `output_tokens` | tokens | yes | tokens generated per sequence |
@@ -17,6 +17,12 @@
 Headers that differ are mapped with `mapping` (canonical column -> header); a
 time column's unit comes from its suffix (`_ms`, `_s`, `_us`) or a unit in
 parentheses ("TTFT (ms)").
+
+A file with no phase column (and no phase given as context) is read as one
+phase, inferred from its columns (`infer_phase`) and said in the notes: a
+throughput of prompt or prefill tokens is prefill; a TTFT, end-to-end,
+request-rate or concurrency column that holds values makes it a serving run
+(mixed: output tokens/s with prefill included); otherwise decode.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import csv
 import difflib
 import io
+import math
 import re
 
 import polars as pl
@@ -55,6 +62,44 @@ _COUNTS = frozenset({"batch", "input_tokens", "output_tokens"})
 SAMPLE_ROWS = 200
 
 
+#: Headers of a serving run (requests sent at a rate or a concurrency, timed per request).
+_SERVING = re.compile(
+    r"ttft|time.?to.?first|e2e|end.?to.?end|request.?rate|req(uest)?s?.?per.?s|req/s|concurrency|num.?prompts|request.?throughput",
+    re.IGNORECASE,
+)
+#: A throughput header that counts prompt tokens.
+_PROMPT_RATE = re.compile(r"prompt|prefill|input", re.IGNORECASE)
+_RATE = re.compile(r"per.?s(ec)?$|/s\b|throughput|tok.?s$|tps$", re.IGNORECASE)
+
+
+def infer_phase(headers: list[str], cols: dict[str, str], sample: dict[str, list[str | None]]) -> tuple[str, str]:
+    """The phase of a CSV with no phase column, from its columns, and why: (phase, reason in words).
+
+    A tokens/s column named for the prompt ("prompt_tokens_per_s", "prefill throughput") is prefill; a column of a
+    serving run that holds values (TTFT, e2e latency, request rate, concurrency) with output tokens/s is mixed; else decode.
+    """
+    tps = cols.get("tokens_per_s")
+    if tps is not None and _PROMPT_RATE.search(tps):
+        return "prefill", f"its throughput column {tps!r} counts prompt tokens"
+    if tps is None:
+        prompt = [h for h in headers if _PROMPT_RATE.search(h) and _RATE.search(h)]
+        if prompt and not any(_RATE.search(h) and not _PROMPT_RATE.search(h) for h in headers if h not in prompt):
+            return "prefill", f"its throughput column {prompt[0]!r} counts prompt tokens"
+
+    def filled(h: str) -> bool:
+        return any(v is not None and v.strip() for v in sample.get(h, []))
+
+    serving = [h for h in headers if _SERVING.search(h) and filled(h)]
+    if serving:
+        return "mixed", f"a serving run: it has {serving[0]}"
+    return "decode", "no TTFT, request-rate or concurrency column"
+
+
+def phase_note(phase: str, reason: str) -> str:
+    """What the notes say about an inferred phase."""
+    return f"phase: no column; read as {phase} ({reason}); give the phase as context to read it otherwise"
+
+
 class MissingColumnsError(FormatError):
     """Required columns absent: `missing`, the file's `headers`, per missing column the `candidates` whose content fits, and a `suggested` mapping.
 
@@ -72,6 +117,11 @@ class MissingColumnsError(FormatError):
         self.candidates = {m: _fitting(m, free, sample or {}) for m in missing}
         self.suggested = {m: (difflib.get_close_matches(m, self.candidates[m], n=1, cutoff=0.4) or [""])[0] for m in missing}
         hints = ", ".join(f"{m} (closest fitting header: {self.suggested[m]!r})" if self.suggested[m] else m for m in missing)
+        #: the phase the rows will be read as where the file has no phase column (None: it has one), and why
+        self.phase: str | None = None
+        self.phase_reason = ""
+        if "phase" not in auto_mapping(headers):
+            self.phase, self.phase_reason = infer_phase(headers, auto_mapping(headers), sample or {})
         super().__init__(f"missing column(s) {hints}; map them to the file's headers", column=", ".join(missing))
 
 
@@ -85,6 +135,8 @@ def _fitting(column: str, headers: list[str], sample: dict[str, list[str | None]
         try:
             numbers = [float(v) for v in values]
         except ValueError:
+            continue
+        if not all(math.isfinite(x) for x in numbers):  # inf or nan: no column's value
             continue
         if column in _COUNTS and not all(x >= 0 and x == int(x) for x in numbers):
             continue
@@ -164,12 +216,21 @@ def read_generic(data: bytes, mapping: dict[str, str] | None = None, given: froz
         raw = pl.read_csv(io.BytesIO(data), infer_schema_length=0, columns=sorted(set(cols.values())), raise_if_empty=False)
     except (pl.exceptions.ComputeError, pl.exceptions.ShapeError) as exc:
         raise FormatError(f"not a well-formed CSV: {str(exc).splitlines()[0]}") from exc
+    notes: list[str] = []
+    inferred: dict[str, str] = {}
+    if "phase" not in cols and "phase" not in given:
+        phase, reason = infer_phase(headers, cols, sample_columns(data))
+        inferred["phase"] = phase
+        notes.append(phase_note(phase, reason))
     frame = raw.select(
         pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("row"),
-        *[(pl.col(cols[c]) if c in cols else pl.lit(None, dtype=pl.String)).alias(c) for c in CANONICAL],
+        *[(pl.col(cols[c]) if c in cols else pl.lit(inferred.get(c), dtype=pl.String)).alias(c) for c in CANONICAL],
     )
     scale: dict[str, float] = {c: time_scale(cols[c]) for c in ("ttft_s", "tpot_s") if c in cols}
-    return Extract("generic-csv", frame, {c: cols[c] for c in cols}, scale, "row")
+    sources = {c: cols[c] for c in cols}
+    if inferred:
+        sources["phase"] = "phase (no column: inferred from the columns)"
+    return Extract("generic-csv", frame, sources, scale, "row", notes)
 
 
 def one_row_csv(*, ttft_ms: float | None, tpot_ms: float | None, **values: object) -> bytes:

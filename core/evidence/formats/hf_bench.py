@@ -255,7 +255,7 @@ def _concurrency(r: dict[str, Any]) -> Any:
     if rate is None or e2e is None:
         return r.get("request_rate") if rate is None else _stat(r, "e2e_latency_ms", "avg")
     mean = rate * e2e * MS
-    return max(1, round(mean)) if mean > 0 else mean
+    return max(1, round(mean)) if 0 < mean < math.inf else mean
 
 
 def _meta(config: dict[str, Any], *keys: str) -> Any:

@@ -110,6 +110,8 @@ def _gpus_from_memory(r: Row) -> Any:
     if proc is None or gpu is None or gpu < 0.5:
         return None
     tp = proc / gpu
+    if not math.isfinite(tp):
+        return None
     return round(tp) if round(tp) >= 1 and abs(tp - round(tp)) < 0.05 else None
 
 

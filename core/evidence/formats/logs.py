@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import csv
 import io
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -208,7 +209,7 @@ def mlperf_results_csv(data: bytes, context: dict[str, Any]) -> Extract:
         records.append(
             {
                 "gpu": accel,
-                "num_gpus": int(t) if (t := _num(total)) is not None and t == int(t) else total,
+                "num_gpus": int(t) if (t := _num(total)) is not None and math.isfinite(t) and t == int(t) else total,
                 "model": model,
                 "weights": weights if weights in _WEIGHTS else None,
                 "tps": r.get("Result"),
@@ -412,7 +413,7 @@ def optimum_benchmark_csv(data: bytes, context: dict[str, Any]) -> Extract:
     rows = _data_rows(data)
     if not rows:
         raise FormatError("the CSV has a header but no data rows")
-    extract = optimum_benchmark([_unflatten(r) for r in rows])
+    extract = optimum_benchmark([_unflatten(r) for r in rows], context)
     extract.format = "optimum-benchmark-csv"
     extract.row_label = "row"
     return extract

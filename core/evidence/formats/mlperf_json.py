@@ -173,7 +173,7 @@ def mlperf_summary_results(records: list[dict[str, Any]], context: dict[str, Any
             limits[f"{base} {scenario}"] = _LIMITS[(base, scenario)]
         if "Power_Result" in r:
             power += 1
-        same = (r.get("Unique ID (e.g. for Audit)"), r.get("Platform"), model, scenario, str(r[result_key]))
+        same = (str(r.get("Unique ID (e.g. for Audit)")), str(r.get("Platform")), str(model), str(scenario), str(r[result_key]))
         repeats += same in seen
         seen.add(same)
         weights = r.get("weight_data_types")

@@ -116,7 +116,7 @@ FORMATS: tuple[Format, ...] = (
     Format(
         "optimum-benchmark",
         "optimum-benchmark benchmark.json or benchmark_report.json",
-        lambda i: optimum_benchmark(_records(i)),
+        lambda i: optimum_benchmark(_records(i), i.context),
         json=lambda r: ("report" in r and "config" in r) or ({"decode", "prefill"} <= _keys(r) and isinstance(r.get("decode"), dict)),
     ),
     Format(
@@ -137,7 +137,11 @@ FORMATS: tuple[Format, ...] = (
         lambda i: profile_json(_records(i), "aiperf-json"),
         json=lambda r: (
             (isinstance(r.get("records"), dict) and "output_token_throughput" in r["records"])
-            or (isinstance(r.get("output_token_throughput"), dict) and "endpoint" in (r.get("input_config") or {}))
+            or (
+                isinstance(r.get("output_token_throughput"), dict)
+                and isinstance(r.get("input_config"), dict)
+                and "endpoint" in r["input_config"]
+            )
         ),
     ),
     Format(
@@ -161,20 +165,21 @@ FORMATS: tuple[Format, ...] = (
     ),
     Format(
         "sglang-serving",
-        "python -m sglang.bench_serving --output-file JSONL",
+        "python -m sglang.bench_serving --output-file JSONL (--output-details too)",
         lambda i: sglang_serving(_records(i)),
-        json=lambda r: "output_throughput" in r and ("mean_e2e_latency_ms" in r or "input_throughput" in r),
+        # vLLM's benchmark_serving.py of Feb-Aug 2024 writes input_throughput too, and always tokenizer_id (SGLang: never)
+        json=lambda r: "output_throughput" in r and ("mean_e2e_latency_ms" in r or "input_throughput" in r) and "tokenizer_id" not in r,
     ),
     Format(
         "vllm-serve",
         "vllm bench serve --save-result JSON",
-        lambda i: vllm_serve(_records(i), "vllm-serve"),
+        lambda i: vllm_serve(_records(i), "vllm-serve", i.context),
         json=lambda r: "output_throughput" in r and ("endpoint_type" in r or "label" in r),
     ),
     Format(
         "vllm-benchmark-serving",
         "benchmarks/benchmark_serving.py --save-result JSON (older vLLM)",
-        lambda i: vllm_serve(_records(i), "vllm-benchmark-serving"),
+        lambda i: vllm_serve(_records(i), "vllm-benchmark-serving", i.context),
         json=lambda r: "output_throughput" in r,
     ),
     Format(
@@ -248,7 +253,7 @@ FORMATS: tuple[Format, ...] = (
 BY_NAME: dict[str, Format] = {f.name: f for f in FORMATS}
 
 #: The file extensions the uploader accepts (JSON, JSON lines, CSV and the text formats: logs, summaries, markdown, SQL).
-UPLOAD_TYPES: tuple[str, ...] = ("csv", "json", "jsonl", "txt", "md", "log", "sql")
+UPLOAD_TYPES: tuple[str, ...] = ("csv", "json", "jsonl", "yaml", "yml", "txt", "md", "log", "sql")
 
 
 def format_help() -> str:
@@ -256,13 +261,14 @@ def format_help() -> str:
     return "\n".join(f"- **{f.name}**: {f.description.replace('*', chr(92) + '*')}" for f in FORMATS)
 
 
-def detect_json(record: dict[str, Any]) -> Format:
-    """The format of a JSON file, from its first record; FormatError listing the known formats otherwise."""
+def detect_json(record: dict[str, Any], shape: str = "object") -> Format:
+    """The format of a JSON file, from its first record; FormatError saying what the file looks like otherwise.
+
+    `shape` is how the file holds its records ("object", "list" or "jsonl"), for the message.
+    """
     hit = next((f for f in FORMATS if f.json is not None and f.json(record)), None)
     if hit is None:
-        keys = sorted(record)
-        shown = ", ".join(keys[:8])
-        raise FormatError(f"not a known benchmark format (fields: {shown}{', ...' if len(keys) > 8 else ''}); known: {', '.join(BY_NAME)}")
+        raise FormatError(unknown_json(record, shape))
     return hit
 
 
@@ -271,6 +277,119 @@ def detect_text(head: str) -> Format | None:
     return next((f for f in FORMATS if f.text is not None and f.text(head[:TEXT_HEAD])), None)
 
 
-def detect_csv(headers: list[str]) -> Format:
-    """The format of a CSV file, from its header (the generic CSV when nothing else matches)."""
-    return next(f for f in FORMATS if f.csv is not None and f.csv(headers))
+def detect_csv(headers: list[str], first_row: list[str] | None = None) -> Format:
+    """The format of a CSV file, from its header (the generic CSV when nothing else matches).
+
+    A file that is not a table (one column whose name is no measurement column, or a first data row with another number
+    of fields than the header: a log or a summary no text format claims) is refused, saying what it looks like.
+    """
+    hit = next(f for f in FORMATS if f.csv is not None and f.csv(headers))
+    if hit.name == "generic-csv" and not _table(headers, first_row):
+        raise FormatError(unknown_text(",".join(headers)))
+    return hit
+
+
+# -- what an unknown file looks like ----------------------------------------------------------------
+
+#: How many of a file's fields (or columns) an unknown-file message names.
+SHOWN_FIELDS = 8
+
+
+def signature(fmt: Format, kind: str = "json") -> frozenset[str]:
+    """The field (or CSV column) names a format's detector looks for (lower case), read from its code's constants.
+
+    Every detector tests names the file holds ("output_throughput" in r, {"avg_ts", "n_gen"} <= keys); those names are
+    the constants of its code (and of the functions it is made of), so a new entry needs no table of its own.
+    """
+    import re
+    import types
+
+    test = fmt.json if kind == "json" else fmt.csv
+    if test is None:
+        return frozenset()
+    name = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+
+    def names(code: types.CodeType, scope: dict[str, Any], depth: int) -> set[str]:
+        out: set[str] = set()
+        for c in code.co_consts:
+            if isinstance(c, str) and name.match(c) and c != code.co_name:
+                out.add(c.lower())
+            elif isinstance(c, frozenset | tuple):
+                out |= {x.lower() for x in c if isinstance(x, str) and name.match(x)}
+            elif isinstance(c, types.CodeType):
+                out |= names(c, scope, depth)
+        for called in code.co_names:  # a detector made of the format module's own helpers (is_x(r) -> _keys_of(r) ...)
+            fn = scope.get(called)
+            if depth and isinstance(fn, types.FunctionType) and fn.__module__.startswith("core.evidence.formats"):
+                out |= names(fn.__code__, fn.__globals__, depth - 1)
+        return out
+
+    code = getattr(test, "__code__", None)
+    return frozenset(names(code, getattr(test, "__globals__", {}), 2)) if code is not None else frozenset()
+
+
+def closest(fields: set[str], kind: str = "json", n: int = 3) -> list[tuple[Format, frozenset[str], frozenset[str]]]:
+    """The `n` formats whose detectors' field names overlap `fields` most: (format, its field names, the shared ones)."""
+    have = {f.lower() for f in fields}
+    scored = []
+    for order, fmt in enumerate(FORMATS):
+        sig = signature(fmt, kind)
+        shared = frozenset(sig & have)
+        if shared:
+            scored.append((-len(shared), -len(shared) / len(sig), order, fmt, sig, shared))
+    scored.sort(key=lambda t: t[:3])
+    return [(fmt, sig, shared) for *_, fmt, sig, shared in scored[:n]]
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN_FIELDS])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > SHOWN_FIELDS else "")
+
+
+def _closest_words(fields: set[str], kind: str) -> str:
+    near = closest(fields, kind)
+    if not near:
+        same = [f.name for f in FORMATS if (f.json if kind == "json" else f.csv) is not None]
+        what = "fields" if kind == "json" else "columns"
+        return f"no known format looks for any of its {what}; the {kind.upper()} formats read: {', '.join(same)}"
+    said = "; ".join(
+        f"{fmt.name} (looks for {', '.join(sorted(sig))}; this file has {', '.join(sorted(shared))})" for fmt, sig, shared in near
+    )
+    return f"closest known: {said}"
+
+
+def unknown_json(record: dict[str, Any], shape: str = "object", claimed: str | None = None) -> str:
+    """The message for a JSON file no format reads: what it looks like, the closest formats by their fields.
+
+    `claimed`: what went wrong when a format's detector took the file and its reader then found a field missing.
+    """
+    keys = [str(k) for k in record]
+    nested = {f"{k}" for k in keys} | {str(sub) for v in record.values() if isinstance(v, dict) for sub in v}
+    looks = {
+        "object": "a JSON object with fields",
+        "list": "a JSON list of objects, the first with fields",
+        "jsonl": "JSON lines, the first with fields",
+    }.get(shape, "JSON with fields")
+    odd = f"; {claimed}" if claimed else ""
+    return f"not a known benchmark format: {looks} {_listed(sorted(keys))}{odd}; {_closest_words(nested, 'json')}"
+
+
+def unknown_text(first_line: str) -> str:
+    """The message for a text file that no text format claims and that is not a table (so no column mapping is offered)."""
+    line = first_line.strip()
+    shown = line[:80] + ("..." if len(line) > 80 else "")
+    return f"not a known benchmark format: a text file whose first line is {shown!r}, not a table of measurements (CSV)"
+
+
+def unknown_csv(headers: list[str]) -> str:
+    """What a CSV no specific format reads looks like, and the closest CSV formats by their columns (for the mapping step's message)."""
+    return f"a CSV with columns {_listed(headers)}; {_closest_words(set(headers), 'csv')}"
+
+
+def _table(headers: list[str], first_row: list[str] | None) -> bool:
+    """Whether a file read as CSV is a table: two or more columns (or one named as a measurement column), rows as wide as the header."""
+    from core.evidence.formats.generic import auto_mapping
+
+    if len(headers) < 2 and not auto_mapping(headers):
+        return False
+    return first_row is None or len(first_row) == len(headers)

@@ -10,6 +10,7 @@ measurement per logged interval.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -22,6 +23,7 @@ from core.evidence.formats import (
     dig,
     from_records,
     number,
+    percentile,
     ratio,
     request_summary,
     request_summary_spec,
@@ -45,7 +47,29 @@ def _metadata_gpu(r: dict[str, Any]) -> Any:
     return next((r[k] for k in ("gpu", "accelerator", "gpu_type") if r.get(k) is not None), None)
 
 
-def vllm_serve(records: list[dict[str, Any]], fmt: str = "vllm-serve") -> Extract:
+def _vllm_length(records: list[dict[str, Any]], fmt: str, kind: str, context: dict[str, Any]) -> tuple[str, Getter]:
+    """The spec entry of the input or output length: `total_<kind>_tokens / completed`, else `random_<kind>_len`, else the context.
+
+    Every benchmark_serving.py that saves a result writes both totals (vLLM since a4211a4d, February 2024); a file
+    without one (cut down, or written by a patched copy) is still vLLM's: the refusal names this format and the
+    context's field, and the file imports when the context gives the length.
+    """
+    total, column, drawn = f"total_{kind}_tokens", f"{kind}_tokens", f"random_{kind}_len"
+    lacking = [i for i, r in enumerate(records, 1) if total not in r and r.get(drawn) is None]
+    if lacking and context.get(column) is None:
+        raise FormatError(ask(f"the {fmt} result holds no {total} (nor {drawn})", column), row=lacking[0], column=total)
+
+    def length(r: dict[str, Any]) -> Any:
+        if total in r:
+            return rounded(ratio(r[total], r["completed"]))
+        return r[drawn] if r.get(drawn) is not None else context[column]
+
+    if all(total in r for r in records):
+        return f"{total} / completed", length
+    return f"{total} / completed, {drawn} or {column} (given as context)", length
+
+
+def vllm_serve(records: list[dict[str, Any]], fmt: str = "vllm-serve", context: dict[str, Any] | None = None) -> Extract:
     """`vllm bench serve --save-result` / benchmark_serving.py: one object per run, serving throughput.
 
     `--append-result` appends each run as one more JSON line: every line is
@@ -53,12 +77,17 @@ def vllm_serve(records: list[dict[str, Any]], fmt: str = "vllm-serve") -> Extrac
     (strings): `gpu`, `num_gpus` or `tp`, `model`, `weights`, `kv` are read.
     The median and the percentiles the run computed (`median_ttft_ms`,
     `p90_ttft_ms`, `p99_ttft_ms`, ... per `--metric-percentiles`) are kept.
+    Files of February to August 2024 also write `input_throughput` (and the
+    first ones `request_inthroughput`, `version`); they are told from
+    SGLang's by `model_id` / `tokenizer_id` (core.evidence.formats.registry).
     """
+    context = context or {}
     notes = []
     for i, r in enumerate(records, 1):
-        require(r, fmt, ("output_throughput",), ("completed",), ("total_input_tokens",), ("total_output_tokens",), row=i)
+        require(r, fmt, ("output_throughput",), ("completed",), row=i)
         if r.get("max_concurrency") is None:
             notes.append(f"record {i}: no max_concurrency (request rate {r.get('request_rate')}): batch taken as num_prompts")
+    lengths = {kind: _vllm_length(records, fmt, kind, context) for kind in ("input", "output")}
     spec: dict[str, tuple[str, Getter]] = {
         # `--metadata KEY=VALUE` lands as top-level keys (vllm/benchmarks/serve.py); the bench command writes these
         "gpu": ("gpu (--metadata)", _metadata_gpu),
@@ -68,8 +97,8 @@ def vllm_serve(records: list[dict[str, Any]], fmt: str = "vllm-serve") -> Extrac
         "model": ("model (--metadata) or model_id", lambda r: r.get("model") or r.get("model_id")),
         "phase": ("(serving run)", lambda r: "mixed"),
         "batch": ("max_concurrency", lambda r: r["max_concurrency"] if r.get("max_concurrency") is not None else r.get("num_prompts")),
-        "input_tokens": ("total_input_tokens / completed", lambda r: rounded(ratio(r["total_input_tokens"], r["completed"]))),
-        "output_tokens": ("total_output_tokens / completed", lambda r: rounded(ratio(r["total_output_tokens"], r["completed"]))),
+        "input_tokens": lengths["input"],
+        "output_tokens": lengths["output"],
         "tokens_per_s": ("output_throughput", lambda r: r["output_throughput"]),
         "ttft_s": ("mean_ttft_ms", lambda r: r.get("mean_ttft_ms")),
         "tpot_s": ("mean_tpot_ms", lambda r: r.get("mean_tpot_ms")),
@@ -164,6 +193,11 @@ def vllm_pytorch(records: list[dict[str, Any]], context: dict[str, Any]) -> Extr
         require(r, fmt, ("benchmark", "extra_info", "args"), ("metric", "name"), ("metric", "benchmark_values"), row=i)
         args = dig(r, "benchmark", "extra_info", "args") or {}
         info = dig(r, "metric", "extra_info") or {}
+        for field_name, value in (("benchmark.extra_info.args", args), ("metric.extra_info", info)):
+            if not isinstance(value, dict):
+                raise FormatError(
+                    f"{field_name} is a {type(value).__name__}, not an object of the run's settings", row=i, column=field_name
+                )
         key = json.dumps([args, info], sort_keys=True, default=str)
         run = runs.setdefault(key, {"_row": i, "_args": args, "_info": info, "_model": dig(r, "model", "name"), "_metrics": {}})
         values = dig(r, "metric", "benchmark_values")
@@ -180,7 +214,12 @@ def vllm_pytorch(records: list[dict[str, Any]], context: dict[str, Any]) -> Extr
             rec |= {"kind": "latency", "batch": batch, "input": lin, "output": lout}
             if batch is None or lout is None:
                 raise FormatError(ask("the latency run's args hold no batch_size or output_len", "batch", "output_tokens"), row=run["_row"])
-            rec["tps"] = ratio(batch * lout, info.get("avg_latency"))
+            n_batch, n_out = number(batch), number(lout)
+            rec["tps"] = (
+                ratio(n_batch * n_out, info.get("avg_latency"))
+                if n_batch is not None and n_out is not None
+                else (lout if n_batch is not None else batch)
+            )
         elif "tokens_per_second" in metrics:
             batch = args.get("max_num_seqs") if args.get("max_num_seqs") is not None else context.get("batch")
             missing = [c for c, v in (("batch", batch), ("input_tokens", lin), ("output_tokens", lout)) if v is None]
@@ -191,9 +230,11 @@ def vllm_pytorch(records: list[dict[str, Any]], context: dict[str, Any]) -> Extr
                     column="metric.extra_info",
                 )
             assert lin is not None and lout is not None
-            total = number(metrics["tokens_per_second"])
+            total, n_in, n_out = number(metrics["tokens_per_second"]), number(lin), number(lout)
+            if n_in is None or n_out is None:
+                raise FormatError(f"input_len / output_len {lin!r} / {lout!r} are not numbers", row=run["_row"], column="args")
             rec |= {"kind": "throughput", "batch": batch, "input": lin, "output": lout, "requests": info.get("num_requests")}
-            rec["tps"] = total * lout / (lin + lout) if total is not None and lin + lout else metrics["tokens_per_second"]
+            rec["tps"] = total * n_out / (n_in + n_out) if total is not None and n_in + n_out else metrics["tokens_per_second"]
         elif any(m in metrics for m in _PT_SERVE):
             completed = info.get("completed")
             rec |= {
@@ -241,7 +282,13 @@ def vllm_pytorch(records: list[dict[str, Any]], context: dict[str, Any]) -> Extr
 
 
 def sglang_serving(records: list[dict[str, Any]]) -> Extract:
-    """`python -m sglang.bench_serving --output-file`: one JSON line per run."""
+    """`python -m sglang.bench_serving --output-file`: one JSON line per run (with `--output-details`, its requests too).
+
+    The summary's `median_*_ms` and `p99_*_ms` (TTFT, TPOT) become the p50 and
+    p99 columns; `--output-details` adds per-request lists (`input_lens`,
+    `output_lens`, `ttfts`, `itls`, `generated_texts`, `errors`), from which
+    the TTFT p90 is taken.
+    """
     fmt = "sglang-serving"
     for i, r in enumerate(records, 1):
         require(r, fmt, ("output_throughput",), ("completed",), ("total_input_tokens",), ("total_output_tokens",), row=i)
@@ -250,7 +297,7 @@ def sglang_serving(records: list[dict[str, Any]]) -> Extract:
         if r.get("max_concurrency") is not None:
             return r["max_concurrency"]
         c = r.get("concurrency")
-        return round(c) if isinstance(c, int | float) and not isinstance(c, bool) and c >= 0.5 else c
+        return round(c) if isinstance(c, int | float) and not isinstance(c, bool) and 0.5 <= c < math.inf else c
 
     def tagged(key: str) -> Getter:  # `--tag rl+gpu=...+num_gpus=...` (core.evidence.bench_commands)
         return lambda r: read_tag(r.get("tag")).get(key)
@@ -268,8 +315,40 @@ def sglang_serving(records: list[dict[str, Any]]) -> Extract:
         "tokens_per_s": ("output_throughput", lambda r: r["output_throughput"]),
         "ttft_s": ("mean_ttft_ms", lambda r: r.get("mean_ttft_ms")),
         "tpot_s": ("mean_tpot_ms", lambda r: r.get("mean_tpot_ms")),
+        "requests": ("completed", lambda r: r["completed"]),
     }
-    return from_records(fmt, records, spec, scale={"ttft_s": MS, "tpot_s": MS})
+    scale = {"ttft_s": MS, "tpot_s": MS}
+    notes: list[str] = []
+    # the summary's median and percentiles (ms): bench_serving writes median_* and p99_* (p90_* where a version does)
+    for kind in ("ttft", "tpot"):
+        for q, name in ((50, f"median_{kind}_ms"), (90, f"p90_{kind}_ms"), (99, f"p99_{kind}_ms")):
+            if any(r.get(name) is not None for r in records):
+                spec[f"{kind}_p{q}_s"] = (name, value_of(name))
+                scale[f"{kind}_p{q}_s"] = MS
+    # --output-details adds the per-request `ttfts` (s) and `errors`: the TTFT p90 the summary leaves out
+    if "ttft_p90_s" not in spec and any("ttfts" in r for r in records):
+        p90 = {id(r): _details_ttft_p90(r, i) for i, r in enumerate(records, 1)}
+        spec["ttft_p90_s"] = ("ttfts (p90 of the successful requests)", lambda r: p90[id(r)])
+        notes.append("ttft p90 from the --output-details ttfts (requests whose errors entry is empty)")
+    return from_records(fmt, records, spec, scale=scale, notes=notes)
+
+
+def _details_ttft_p90(r: dict[str, Any], row: int) -> float | None:
+    """p90 (s) of a `--output-details` record's `ttfts`, over the requests without an error; None without details."""
+    ttfts = r.get("ttfts")
+    if ttfts is None:
+        return None
+    errors = r.get("errors")
+    if not isinstance(ttfts, list) or (errors is not None and (not isinstance(errors, list) or len(errors) != len(ttfts))):
+        raise FormatError("ttfts (and errors) must be lists of one entry per request", row=row, column="ttfts")
+    values = []
+    for k, v in enumerate(ttfts):
+        if errors and errors[k]:
+            continue
+        if number(v) is None:
+            raise FormatError(f"ttfts[{k}] is not a number: {str(v)[:40]!r}", row=row, column="ttfts")
+        values.append(float(v))
+    return percentile(values, 90) if values else None
 
 
 def sglang_one_batch(records: list[dict[str, Any]]) -> Extract:
@@ -329,7 +408,7 @@ def trtllm_bench(records: list[dict[str, Any]]) -> Extract:
 
     def concurrency(r: dict[str, Any]) -> Any:
         c = dig(r, "request_info", "avg_num_concurrent_requests")
-        return max(1, round(c)) if isinstance(c, int | float) and not isinstance(c, bool) and c > 0 else c
+        return max(1, round(c)) if isinstance(c, int | float) and not isinstance(c, bool) and 0 < c < math.inf else c
 
     spec = {
         "gpu": ("machine.name", lambda r: dig(r, "machine", "name")),
@@ -403,8 +482,8 @@ def llmperf_requests(records: list[dict[str, Any]], context: dict[str, Any]) -> 
     itls = [v for v in (number(r.get("inter_token_latency_s")) for r in ok) if v is not None and v > 0]
     rec: dict[str, Any] = {
         "batch": batch,
-        "input": round(sum(float(r["number_input_tokens"]) for r in ok) / len(ok)),
-        "output": round(out_tokens / len(ok)),
+        "input": rounded(sum(float(r["number_input_tokens"]) for r in ok) / len(ok)),
+        "output": rounded(out_tokens / len(ok)),
         "tps": ratio(batch * out_tokens, e2e),
         **request_summary(ttfts, itls, len(ok)),
     }
