@@ -216,7 +216,7 @@ def validate(
         },
     }
     _raise_first(typed.select("row", *[e.alias(c) for c, e in cross.items()]), sources)
-    resolved = _resolve_names(typed, cat, sources, label, extract.notes)
+    resolved = _resolve_names(typed, cat, sources, label, extract.notes, leave_out=extract.leave_out_unknown)
     return resolved.select(
         "row",
         *CANONICAL,
@@ -263,9 +263,12 @@ def _weights_from_model_names(frame: pl.DataFrame, sources: dict[str, str], note
 
 
 def _resolve_names(
-    frame: pl.DataFrame, cat: Catalogue, sources: dict[str, str], label: str, notes: list[str] | None = None
+    frame: pl.DataFrame, cat: Catalogue, sources: dict[str, str], label: str, notes: list[str] | None = None, *, leave_out: bool = False
 ) -> pl.DataFrame:
     """Map every distinct accelerator, model and precision name to its catalogue id (once per name).
+
+    `leave_out`: rows whose accelerator or model the catalogue lacks are dropped and named in the notes (a results table
+    of many systems), not a refusal; the file is refused only when no row is left.
 
     An accelerator name that holds a count ("8xH200", "H100x4", "2 x MI300X") gives the row's num_gpus where neither the
     file nor the context gives one; a count that differs from a given num_gpus is refused, naming both.
@@ -298,13 +301,30 @@ def _resolve_names(
                 f"no {what} in the file: give it as context: {CONTEXT_WORDS[col]}", row=first, column=sources.get(col, col)
             )
         mapping: dict[str, str] = {}
+        unknown: list[str] = []
         for name in names:
             try:
                 mapping[name] = resolve(name)
             except (UnknownIdError, UnknownPrecisionError) as exc:
+                if leave_out and col in ("gpu", "model") and isinstance(exc, UnknownIdError):
+                    unknown.append(name)
+                    continue
                 first = out.filter(pl.col(col) == name)["row"][0]
                 n_rows = out.filter(pl.col(col) == name).height
                 raise MeasurementError(str(exc).strip('"'), row=first, column=sources.get(col, col), more=n_rows - 1) from None
+        if unknown:
+            gone = out.filter(pl.col(col).is_in(unknown))
+            out = out.filter(~pl.col(col).is_in(unknown))
+            what = "accelerators" if col == "gpu" else "models"
+            if out.is_empty():
+                raise MeasurementError(
+                    f"every row is on {what} the catalogue lacks ({', '.join(repr(u) for u in unknown[:5])}): add one on the Catalogue page",
+                    row=int(gone["row"][0]),
+                    column=sources.get(col, col),
+                )
+            if notes is not None:
+                shown = ", ".join(repr(u) for u in unknown[:6]) + (f" and {len(unknown) - 6} more" if len(unknown) > 6 else "")
+                notes.append(f"{gone.height:,} rows on {what} the catalogue lacks left out: {shown}")
         if col == "gpu" and counts:
             out = _counts_as_num_gpus(out, counts, sources)
         out = out.with_columns(pl.col(col).replace_strict(mapping, default=None, return_dtype=pl.String))

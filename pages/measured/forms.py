@@ -128,6 +128,8 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
             st.session_state["_ms_select_id"] = res.dataset_id
             where = " (kept in this session only)" if store.session_only else ""
             st.success(f"Imported {res.rows:,} measurements ({res.format}) as {escape_markdown(res.name)}{where}.", icon=":material/check:")
+            if res.notes:  # what the file was read as: names matched, a count or a format read from a name, a phase inferred
+                st.info("How the file was read:\n\n" + "\n".join(f"- {escape_markdown(n)}" for n in res.notes), icon=":material/info:")
 
 
 def _format_label(name: str) -> str:

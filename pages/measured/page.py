@@ -86,6 +86,9 @@ def your_view(cat: Catalogue, db: Any) -> None:
     box.caption(
         f"{plural(info['row_count'], 'measurement')} · format {info['format']} · imported {info['imported_at']:%Y-%m-%d %H:%M}{kept}"
     )
+    if info["notes"]:
+        with box.expander("How the file was read"):
+            st.markdown("\n".join(f"- {escape_markdown(n)}" for n in info["notes"].split("; ")))
     manage_dataset(db, chosen, names[chosen])
     framework = box.selectbox(
         "Framework the runs used",

@@ -174,3 +174,22 @@ def test_the_fixtures_are_the_writer_s_layout():
             keys = list(r)
             assert keys[:3] == ["ID", "Submitter", "Availability"] and keys[-2:] == ["Performance_Result", "Performance_Units"]
             assert "Result" not in r and "Units" not in r
+
+
+def test_a_system_the_catalogue_lacks_is_left_out_not_the_whole_file(store):
+    """A real v5.1 file holds every submitter's systems; one on an accelerator the catalogue lacks (v5.1's '[MAXSUN]
+    MS-Intel Arc Pro B60 Dual 48G Turbo') is left out and named; the others are read."""
+    ctx = ImportContext(batch=64, input_tokens=1024, output_tokens=256)
+    whole = parse(store, records(V51), ctx)
+    data = records(V51)
+    h200 = [i for i, r in enumerate(data) if r["Accelerator"] == "NVIDIA H200-SXM-141GB"]
+    for i in h200:
+        data[i]["Accelerator"] = "[MAXSUN] MS-Intel Arc Pro B60 Dual 48G Turbo"
+    p = parse(store, data, ctx)
+    assert p.rows.height == whole.rows.height - (whole.rows["gpu"] == "h200-sxm").sum() > 0
+    assert "h200-sxm" not in p.rows["gpu"].to_list()
+    assert any("left out" in n and "MAXSUN" in n for n in p.notes), p.notes
+    for r in data:
+        if r["Accelerator"]:
+            r["Accelerator"] = "[MAXSUN] MS-Intel Arc Pro B60 Dual 48G Turbo"
+    assert "every row is on accelerators the catalogue lacks" in refused(store, data, ctx)

@@ -81,6 +81,9 @@ class Extract:
     scale: dict[str, float] = field(default_factory=dict)  # canonical column -> factor to SI
     row_label: str = "record"  # "row" for CSV data rows, "record" for JSON objects, "line" for text lines
     notes: list[str] = field(default_factory=list)
+    #: a results table of many systems (MLPerf's): rows on accelerators or models the catalogue lacks are left out and
+    #: named in the notes, not a refusal of the whole file
+    leave_out_unknown: bool = False
 
 
 Getter = Callable[[Any], Any]  # a record (dict) -> the raw value

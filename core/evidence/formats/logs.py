@@ -238,6 +238,7 @@ def mlperf_results_csv(data: bytes, context: dict[str, Any]) -> Extract:
         notes.append("skipped: " + ", ".join(f"{n} {why}" for why, n in skipped.items()))
     extract = from_records(fmt, records, spec, notes=notes, rows=numbers)
     extract.row_label = "row"
+    extract.leave_out_unknown = True  # every submitter's systems: one the catalogue lacks is left out, not the file
     return extract
 
 
@@ -326,7 +327,7 @@ def llama_bench_md(text: str, context: dict[str, Any]) -> SizedExtract:
     if default_kv:
         notes.append("no type_k column: llama-bench's default KV cache type f16")
     sources = {**inner.sources, **{k: v for k, v in _MD_SOURCES.items() if k in inner.sources}}
-    return SizedExtract("llama-bench-md", inner.frame, sources, inner.scale, "line", notes, sizes)
+    return SizedExtract("llama-bench-md", inner.frame, sources, inner.scale, "line", notes, model_bytes=sizes)
 
 
 _INSERT = re.compile(r"^\s*INSERT INTO (\w+) \((?P<fields>[^)]*)\) VALUES \((?P<values>.*)\);\s*$")
@@ -366,7 +367,7 @@ def llama_bench_sql(text: str, context: dict[str, Any]) -> SizedExtract:
         raise FormatError("no INSERT INTO test|llama_bench (...) VALUES (...); statements")
     inner = llama_bench(records, rows=numbers)
     sizes = [_num(r.get("model_size")) for r in records]
-    return SizedExtract("llama-bench-sql", inner.frame, inner.sources, inner.scale, "line", inner.notes, sizes)
+    return SizedExtract("llama-bench-sql", inner.frame, inner.sources, inner.scale, "line", inner.notes, model_bytes=sizes)
 
 
 # -- optimum-benchmark leaderboard CSV ---------------------------------------------------------

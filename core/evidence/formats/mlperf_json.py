@@ -224,7 +224,9 @@ def mlperf_summary_results(records: list[dict[str, Any]], context: dict[str, Any
         notes.append(f"{power} results also hold a power figure (Power_Result), not read")
     if skipped:
         notes.append(f"skipped {sum(skipped.values())} records: " + ", ".join(f"{n} {why}" for why, n in skipped.items()))
-    return from_records(FMT, kept, spec, notes=notes, rows=numbers)
+    extract = from_records(FMT, kept, spec, notes=notes, rows=numbers)
+    extract.leave_out_unknown = True  # every submitter's systems: one the catalogue lacks is left out, not the file
+    return extract
 
 
 def _records(inp: Input) -> list[dict[str, Any]]:
