@@ -253,3 +253,10 @@ def test_the_uploader_takes_every_sample_by_its_extension():
     """Each fixture is named as its tool names its file (benchmarks.yaml, server.log, ...): the uploader lists its extension."""
     refused = [p.name for p in FIXTURES.iterdir() if p.name != "README.md" and p.suffix.lstrip(".").lower() not in UPLOAD_TYPES]
     assert not refused
+
+
+def test_the_readme_format_table_lists_every_format():
+    """README's table of formats names every registered format, so a new reader cannot go unlisted."""
+    readme = (FIXTURES.parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| tool | files | versions read | format |") :].split("\n\n")[0]
+    assert not [name for name in BY_NAME if f"`{name}`" not in table]
