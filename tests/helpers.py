@@ -441,3 +441,16 @@ def chart_problems(read: dict[str, Any]) -> list[str]:
     marks = [(t["text"], t["fill"]) for t in read["texts"] if "role-mark" in t["role"]]
     problems += [f"the same label twice: {t}" for t in sorted(set(marks)) if marks.count(t) > 1]
     return problems
+
+
+def metrics(page: Any) -> dict[str, str]:
+    """Every metric on the page: its label and its value, as shown."""
+    found = page.locator("[data-testid='stMetric']")
+    found.first.wait_for()
+    return {
+        found.nth(i).locator("[data-testid='stMetricLabel']").inner_text().strip(): found.nth(i)
+        .locator("[data-testid='stMetricValue']")
+        .inner_text()
+        .strip()
+        for i in range(found.count())
+    }

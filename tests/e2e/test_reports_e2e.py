@@ -16,7 +16,7 @@ import pytest
 
 from core.catalogue.catalogue import Catalogue, load_catalogue
 from core.store import Store
-from tests.helpers import FIXTURES, download_report, opened, rerun
+from tests.helpers import FIXTURES, download_report, metrics, opened, rerun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2600}
@@ -35,19 +35,6 @@ def report(page: Any, tmp_path: Path) -> tuple[str, str, str]:
     title = html.unescape(re.search(r"<h1>Roofline report: (.*?)</h1>", text).group(1))  # type: ignore[union-attr]
     own = text[: text.index(REFERENCE)] if REFERENCE in text else text
     return name, title, html.unescape(own)
-
-
-def metrics(page: Any) -> dict[str, str]:
-    """Every metric on the page: its label and its value, as shown."""
-    found = page.locator("[data-testid='stMetric']")
-    found.first.wait_for()
-    return {
-        found.nth(i).locator("[data-testid='stMetricLabel']").inner_text().strip(): found.nth(i)
-        .locator("[data-testid='stMetricValue']")
-        .inner_text()
-        .strip()
-        for i in range(found.count())
-    }
 
 
 def figure(own: str, label: str) -> str:

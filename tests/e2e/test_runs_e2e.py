@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import FIXTURES, download_report, opened, rerun
+from tests.helpers import FIXTURES, download_report, metrics, opened, rerun
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 TALL = {"width": 1400, "height": 2600}
@@ -25,18 +25,6 @@ def _import(page: Any, path: str, name: str) -> None:
     with rerun(page):
         page.get_by_role("button", name="Import").click()
     page.get_by_text(f"as {name}").first.wait_for()
-
-
-def metrics(page: Any) -> dict[str, str]:
-    found = page.locator("[data-testid='stMetric']")
-    found.first.wait_for()
-    return {
-        found.nth(i).locator("[data-testid='stMetricLabel']").inner_text().strip(): found.nth(i)
-        .locator("[data-testid='stMetricValue']")
-        .inner_text()
-        .strip()
-        for i in range(found.count())
-    }
 
 
 def test_a_comparison_of_runs_opens_from_its_link_in_a_new_browser_context(fresh_server, browser, page, tmp_path):

@@ -52,6 +52,15 @@ _DEVICE = re.compile(r"^\s*Device (?P<i>\d+): (?P<name>[^,]+),")
 _UNITS = {"KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3, "TiB": 1024.0**4}
 
 
+def _request_notes(requests: int) -> list[str]:
+    """What a llama-server log's requests are read as (its text and its JSON log alike)."""
+    return [
+        f"{requests} requests' timings: a prefill (prompt tokens/s) and a decode (generated tokens/s) measurement each, batch 1 "
+        "(requests that overlapped on other slots shared the GPU: their rates are lower than a lone request's)",
+        "input tokens = the prompt tokens evaluated (a prefix reused from the cache is not counted)",
+    ]
+
+
 def gguf_weights(name: str | None) -> str | None:
     """The storage format a GGUF file type or file name implies (Q4_K - Medium / ...-Q4_K_M.gguf -> q4_k_m), as llama-bench reads it."""
     t = str(name or "").lower()
@@ -390,9 +399,7 @@ def llama_server_log(body: str, context: dict[str, Any]) -> Extract:
         "tpot_s": ("eval time ms per token", lambda r: r["tpot"]),
     }
     notes = [
-        f"{requests} requests' timings: a prefill (prompt tokens/s) and a decode (generated tokens/s) measurement each, batch 1 "
-        "(requests that overlapped on other slots shared the GPU: their rates are lower than a lone request's)",
-        "input tokens = the prompt tokens evaluated (a prefix reused from the cache is not counted)",
+        *_request_notes(requests),
         *_run_notes(run),
     ]
     if skipped:
@@ -499,9 +506,7 @@ def llama_server_json_log(records: list[dict[str, Any]], context: dict[str, Any]
         "tpot_s": ("t_token (ms)", lambda r: r["tpot"]),
     }
     notes = [
-        f"{requests} requests' timings: a prefill (prompt tokens/s) and a decode (generated tokens/s) measurement each, batch 1 "
-        "(requests that overlapped on other slots shared the GPU: their rates are lower than a lone request's)",
-        "input tokens = the prompt tokens evaluated (a prefix reused from the cache is not counted)",
+        *_request_notes(requests),
         "the JSON log names no model file, type or device (llama.cpp's own start-up lines went to stderr): "
         "give the model, accelerator and weights as context",
         "KV cache read as llama.cpp's default f16 (give it as context if -ctk set another type)",
