@@ -168,7 +168,7 @@ def _getter(column: str) -> Getter:
 
 #: llama.cpp's file types as llama-bench's model_type prints them ("llama 7B Q4_K - Medium", "IQ4_XS - 4.25 bpw", "MXFP4 MoE")
 #: -> the storage formats of core.catalogue.precisions; a type not listed reads as the nearest family (q4 -> int4, q8 -> int8)
-_GGUF_TYPES = (
+GGUF_TYPES = (
     (r"q8_0", "q8_0"),
     (r"q6_k", "q6_k"),
     (r"q5_k\s*-\s*medium|q5_k_m", "q5_k_m"),
@@ -181,7 +181,7 @@ _GGUF_TYPES = (
     (r"iq4_xs", "iq4_xs"),
     (r"mxfp4", "mxfp4"),
 )
-_GGML_WEIGHTS = (("bf16", "bf16"), ("f16", "fp16"), ("f32", "fp32"), ("q8", "int8"), ("q4", "int4"), ("mxfp4", "mxfp4"))
+GGML_WEIGHTS = (("bf16", "bf16"), ("f16", "fp16"), ("f32", "fp32"), ("q8", "int8"), ("q4", "int4"), ("mxfp4", "mxfp4"))
 _GGML_KV = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "q8_0": "int8", "q4_0": "int4", "q4_1": "int4"}
 
 
@@ -203,8 +203,8 @@ def llama_bench(records: list[dict[str, Any]], rows: list[int] | None = None) ->
 
     def weights(r: dict[str, Any]) -> Any:
         t = str(r.get("model_type") or "").lower()
-        exact = next((w for key, w in _GGUF_TYPES if re.search(rf"\b(?:{key})\b", t)), None)
-        return exact or next((w for key, w in _GGML_WEIGHTS if re.search(rf"\b{key}", t)), None)
+        exact = next((w for key, w in GGUF_TYPES if re.search(rf"\b(?:{key})\b", t)), None)
+        return exact or next((w for key, w in GGML_WEIGHTS if re.search(rf"\b{key}", t)), None)
 
     def seconds(r: dict[str, Any]) -> Any:
         ns = num(r.get("avg_ns"))

@@ -37,7 +37,7 @@ from pathlib import PurePath
 from typing import Any
 
 from core.evidence.formats import Extract, Format, FormatError, Getter, Input, from_records, require, text
-from core.evidence.formats.exports import _GGML_WEIGHTS, _GGUF_TYPES
+from core.evidence.formats.exports import GGML_WEIGHTS, GGUF_TYPES
 
 MS = 1e-3
 
@@ -64,8 +64,8 @@ def _request_notes(requests: int) -> list[str]:
 def gguf_weights(name: str | None) -> str | None:
     """The storage format a GGUF file type or file name implies (Q4_K - Medium / ...-Q4_K_M.gguf -> q4_k_m), as llama-bench reads it."""
     t = str(name or "").lower()
-    exact = next((w for key, w in _GGUF_TYPES if re.search(rf"(?<![a-z0-9])(?:{key})(?![a-z0-9])", t)), None)
-    return exact or next((w for key, w in _GGML_WEIGHTS if re.search(rf"(?<![a-z0-9]){key}", t)), None)
+    exact = next((w for key, w in GGUF_TYPES if re.search(rf"(?<![a-z0-9])(?:{key})(?![a-z0-9])", t)), None)
+    return exact or next((w for key, w in GGML_WEIGHTS if re.search(rf"(?<![a-z0-9]){key}", t)), None)
 
 
 def _start_up(body: str) -> dict[str, Any]:

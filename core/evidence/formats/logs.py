@@ -150,8 +150,8 @@ MLPERF_MODELS = {
 _MLPERF_SUFFIX = re.compile(r"(-interactive|-edge|-99\.9|-99)+$")
 #: v4.1 reported LLM results in tokens/s under the generic "Samples/s" / "Queries/s" unit
 #: (submission_checker.py RESULT_FIELD_BENCHMARK_OVERWRITE); v4.0 only for the Offline scenario.
-_TOKEN_RESULTS_UNLABELLED = {("v4.1", "Offline"), ("v4.1", "Server"), ("v4.0", "Offline")}
-_WEIGHTS = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "nvfp4", "mxfp4"}
+TOKEN_RESULTS_UNLABELLED = {("v4.1", "Offline"), ("v4.1", "Server"), ("v4.0", "Offline")}
+MLPERF_WEIGHTS = {"fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4", "nvfp4", "mxfp4"}
 
 
 def mlperf_benchmark_model(name: str) -> str | None:
@@ -193,7 +193,7 @@ def mlperf_results_csv(data: bytes, context: dict[str, Any]) -> Extract:
             skip("power rows")
             continue
         if units != "Tokens/s":
-            if (version, scenario) not in _TOKEN_RESULTS_UNLABELLED:
+            if (version, scenario) not in TOKEN_RESULTS_UNLABELLED:
                 skip(f"{bench} {scenario} in {units or 'no unit'}")
                 continue
             unlabelled = True
@@ -211,7 +211,7 @@ def mlperf_results_csv(data: bytes, context: dict[str, Any]) -> Extract:
                 "gpu": accel,
                 "num_gpus": int(t) if (t := _num(total)) is not None and math.isfinite(t) and t == int(t) else total,
                 "model": model,
-                "weights": weights if weights in _WEIGHTS else None,
+                "weights": weights if weights in MLPERF_WEIGHTS else None,
                 "tps": r.get("Result"),
             }
         )

@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from core.evidence.formats import CONTEXT_WORDS, Extract, Format, FormatError, Getter, Input, ask, from_records, number
-from core.evidence.formats.logs import _TOKEN_RESULTS_UNLABELLED, _WEIGHTS, mlperf_benchmark_model
+from core.evidence.formats.logs import MLPERF_WEIGHTS, TOKEN_RESULTS_UNLABELLED, mlperf_benchmark_model
 
 FMT = "mlperf-summary-results"
 
@@ -33,7 +33,7 @@ FMT = "mlperf-summary-results"
 #: cases, and v5.1's Interactive (submission_checker.py at e20506b2: `special_unit_dict["llama3.1-8b"]` has no
 #: "Interactive", so `unit_dict["Interactive"]` = "Queries/s", while the result is read from
 #: `RESULT_FIELD_BENCHMARK_OVERWRITE["v5.1"]["llama3.1-8b"]["Server"]` = result_completed_tokens_per_second).
-_UNLABELLED = frozenset({*_TOKEN_RESULTS_UNLABELLED, ("v5.1", "Interactive")})
+_UNLABELLED = frozenset({*TOKEN_RESULTS_UNLABELLED, ("v5.1", "Interactive")})
 _POWER_UNITS = ("watts", "millijoules", "joules")
 _NO_ACCELERATOR = ("", "n/a", "none", "-")
 #: the 99th-percentile limits a Server or Interactive run was held to, seconds (TTFT, TPOT), by benchmark less its
@@ -183,7 +183,7 @@ def mlperf_summary_results(records: list[dict[str, Any]], context: dict[str, Any
                 "gpu": r.get("Accelerator"),
                 "num_gpus": int(gpus) if isinstance(gpus, float) and gpus.is_integer() else gpus,
                 "model": model,
-                "weights": weights if weights in _WEIGHTS else None,
+                "weights": weights if weights in MLPERF_WEIGHTS else None,
                 "output_tokens": _output_tokens(r.get("Accuracy")),
                 "tps": r[result_key],
             }
