@@ -41,7 +41,7 @@ def import_form(cat: Catalogue, store: Store | SessionStore) -> None:
                 icon=":material/lock:",
             )
         up = st.file_uploader(
-            "Benchmark output (CSV, JSON, JSONL, or a text log, summary, markdown or SQL file)",
+            "Benchmark output (CSV, JSON, JSONL, YAML, or a text log, table, summary, markdown or SQL file)",
             type=list(UPLOAD_TYPES),
             key="ms_upload",
             help="The format is detected from the content. Read here:\n\n" + format_help(),

@@ -54,8 +54,9 @@ def your_view(cat: Catalogue, db: Any) -> None:
     datasets = list_datasets(db)
     if datasets.is_empty():
         st.info(
-            "No datasets of yours yet: import a benchmark file above (vLLM, SGLang, TensorRT-LLM, genai-perf, AIPerf, llmperf, llama-bench, "
-            "MLPerf, optimum-benchmark or a CSV). The published measurements are under 'Show: Published measurements'.",
+            "No datasets of yours yet: import a benchmark file above (vLLM, SGLang, TensorRT-LLM, guidellm, LMDeploy, TGI, genai-perf, "
+            "AIPerf, llmperf, llama.cpp, ollama, MLPerf, optimum-benchmark or a CSV: the uploader's help lists every format). "
+            "The published measurements are under 'Show: Published measurements'.",
             icon=":material/inbox:",
         )
         return

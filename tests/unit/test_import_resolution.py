@@ -332,3 +332,17 @@ def test_the_pages_mapping_step_offers_the_inferred_phase(tmp_path, monkeypatch)
     finally:
         get_store(db).close()
         data.store.clear()
+
+
+def test_the_mapping_step_proposes_headers_by_what_their_names_say():
+    """A serving CSV's prompt_len / gen_len / output_tok_per_s are proposed for input, output and tokens/s (one header
+    per column, a rate never as a length); a file with no length column gets no length proposed."""
+    from core.evidence.importers import columns_to_map
+
+    data = b"gpu,model,concurrency,prompt_len,gen_len,output_tok_per_s,ttft_ms\nh100-sxm,llama-3.1-8b,8,1024,256,1180.5,61.2\n"
+    asked = columns_to_map(data)
+    assert asked is not None
+    assert asked.suggested == {"input_tokens": "prompt_len", "output_tokens": "gen_len", "tokens_per_s": "output_tok_per_s"}
+    asked = columns_to_map(b"model,tokens_per_second,ttft_ms,concurrency\nllama-3.1-8b,1000,50,8\n")
+    assert asked is not None
+    assert asked.suggested == {"input_tokens": "", "output_tokens": "", "tokens_per_s": "tokens_per_second"}

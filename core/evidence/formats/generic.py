@@ -115,7 +115,7 @@ class MissingColumnsError(FormatError):
         self.headers = headers
         free = [h for h in headers if h not in taken]  # a header already read as another column is not offered again
         self.candidates = {m: _fitting(m, free, sample or {}) for m in missing}
-        self.suggested = {m: (difflib.get_close_matches(m, self.candidates[m], n=1, cutoff=0.4) or [""])[0] for m in missing}
+        self.suggested = _suggest(missing, self.candidates)
         hints = ", ".join(f"{m} (closest fitting header: {self.suggested[m]!r})" if self.suggested[m] else m for m in missing)
         #: the phase the rows will be read as where the file has no phase column (None: it has one), and why
         self.phase: str | None = None
@@ -123,6 +123,40 @@ class MissingColumnsError(FormatError):
         if "phase" not in auto_mapping(headers):
             self.phase, self.phase_reason = infer_phase(headers, auto_mapping(headers), sample or {})
         super().__init__(f"missing column(s) {hints}; map them to the file's headers", column=", ".join(missing))
+
+
+#: Words a tool's header for a required column holds (prompt_len, gen_len, output_tok_per_s, max_concurrency ...).
+_HINTS: dict[str, re.Pattern[str]] = {
+    "batch": re.compile(r"concurren|batch|\bbs\b|num.?seqs", re.IGNORECASE),
+    "input_tokens": re.compile(r"prompt|input|\bisl\b|in.?len", re.IGNORECASE),
+    "output_tokens": re.compile(r"output|\bgen|completion|\bosl\b|decode|out.?len|new.?tokens", re.IGNORECASE),
+    "tokens_per_s": re.compile(r"tok.*(/|per).?s|throughput|\btps\b|tokens.?per.?sec", re.IGNORECASE),
+}
+
+
+def _suggest(missing: list[str], candidates: dict[str, list[str]]) -> dict[str, str]:
+    """The header proposed for each missing column among those whose content fits: one whose name says what the column
+    is (`_HINTS`), else the closest name; a rate is never proposed as a count or a length, and no header for two
+    columns ("" where none is near enough)."""
+    rate = _HINTS["tokens_per_s"]
+    used: set[str] = set()
+    out: dict[str, str] = dict.fromkeys(missing, "")
+
+    def free(m: str) -> list[str]:
+        return [h for h in candidates[m] if h not in used and (m == "tokens_per_s" or not rate.search(h))]
+
+    for m in missing:  # names that say what they hold first, so a near name elsewhere cannot take them
+        hint = _HINTS.get(m)
+        named = [h for h in free(m) if hint is not None and hint.search(h)]
+        if named:
+            out[m] = named[0]
+            used.add(named[0])
+    for m in missing:
+        if not out[m]:
+            out[m] = (difflib.get_close_matches(m, free(m), n=1, cutoff=0.4) or [""])[0]
+            if out[m]:
+                used.add(out[m])
+    return out
 
 
 def _fitting(column: str, headers: list[str], sample: dict[str, list[str | None]]) -> list[str]:
