@@ -39,54 +39,34 @@ import os
 import shlex
 import sys
 import typing
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
-from pydantic import ValidationError
+if TYPE_CHECKING:
+    import polars as pl
 
-from core.catalogue.catalogue import Catalogue, UnknownIdError, load_catalogue
-from core.catalogue.model_config import ConfigError, load_config, model_from_config, slugify
-from core.catalogue.operations import summary
-from core.catalogue.precisions import UnknownPrecisionError, compute_precision
-from core.catalogue.prices import KINDS, RATES, chosen_prices, is_old, parse_price
-from core.catalogue.reference import METRICS as REFERENCE_METRICS
-from core.catalogue.seed import CatalogueError
-from core.catalogue.specs import value_type
-from core.evidence.bench_commands import TOOLS as BENCH_TOOLS
-from core.evidence.bench_commands import bench_command
-from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
-from core.evidence.importers import MAX_FILE_BYTES, ImportContext, ImportFileError, import_file
-from core.evidence.matching import NoMatchError
-from core.evidence.probes import MAX_PROBE_BYTES, ProbeFileError, import_probe, measured_vs_datasheet
-from core.evidence.reference import reference_compare
-from core.evidence.reference import unit_of as reference_unit
-from core.evidence.scorecard import scorecard
-from core.model.allocation import ENGINES, GIB, AllocationError, allocate
-from core.model.allocator import keep_freed_memory
-from core.model.ceilings import ceiling, operation_table
-from core.model.predicted import FRAMEWORKS
-from core.model.roofline import ridge_points
-from core.model.scenario import FIELDS, Scenario, ScenarioError, add_cli_arguments, field_type, flag, from_cli, param
-from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
-from core.plan.costs import DEFAULT_SOURCES, Ownership
-from core.plan.planning import would_fit
-from core.plan.purchase import SORT_KEYS, Load, compare_accelerators, frontier_curves
-from core.plan.targets import BY_KEY as TARGETS_BY_KEY
-from core.present.tables import csv_safe
-from core.probe import cli as probe_cli
-from core.store.paths import StoreError
-from core.store.store import get_store
+    from core.catalogue.catalogue import Catalogue
+    from core.model.scenario import Scenario
+    from core.plan.costs import Ownership
 
-#: The sweep's axes (repeatable options) and what each one defaults to; every other scenario field is one value.
-SWEEP_AXES = {
-    "gpu": "every accelerator",
-    "model": "every model",
-    "weights": " ".join(DEFAULT_WEIGHTS),
-    "batch": "1, 2, 4 ... 1024",
-    "context": " ".join(str(c) for c in DEFAULT_CONTEXTS),
-    "num_gpus": "1",
-}
+
+#: The sweep's axes (repeatable options); every other scenario field is one value.
+SWEEP_AXES = ("gpu", "model", "weights", "batch", "context", "num_gpus")
+
+
+def _sweep_default(name: str) -> str:
+    """What a sweep axis defaults to, in words."""
+    from core.model.sweep import DEFAULT_CONTEXTS, DEFAULT_WEIGHTS
+
+    return {
+        "gpu": "every accelerator",
+        "model": "every model",
+        "weights": " ".join(DEFAULT_WEIGHTS),
+        "batch": "1, 2, 4 ... 1024",
+        "context": " ".join(str(c) for c in DEFAULT_CONTEXTS),
+        "num_gpus": "1",
+    }[name]
 
 
 class CliError(Exception):
@@ -94,12 +74,41 @@ class CliError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    args = build_parser([command] if command else []).parse_args(argv)  # only the command given is built (and imported)
+    from core.model.allocator import keep_freed_memory  # ctypes only
+
     keep_freed_memory()  # a sweep's arrays are not faulted in afresh (core/model/allocator.py)
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
         result = args.func(args)
-    except (
+    except Exception as exc:
+        said = _user_error(exc)
+        if said is None:
+            raise
+        print(f"error: {said}", file=sys.stderr)
+        return 2
+    if result is not None:
+        print(json.dumps(_clean(result), indent=2 if not args.json else None))
+    return 0
+
+
+def _user_error(exc: Exception) -> str | None:
+    """The one line a user error prints (None: not a user error, so its traceback is shown). The error types are
+    imported here, once one is raised: the command that raised it has imported their modules already."""
+    from pydantic import ValidationError
+
+    from core.catalogue.catalogue import UnknownIdError
+    from core.catalogue.model_config import ConfigError
+    from core.catalogue.precisions import UnknownPrecisionError
+    from core.catalogue.seed import CatalogueError
+    from core.evidence.importers import ImportFileError
+    from core.evidence.probes import ProbeFileError
+    from core.model.allocation import AllocationError
+    from core.model.scenario import FIELDS, ScenarioError, flag
+    from core.store.paths import StoreError
+
+    plain = (
         CliError,
         UnknownIdError,
         CatalogueError,
@@ -109,187 +118,284 @@ def main(argv: list[str] | None = None) -> int:
         ImportFileError,
         ProbeFileError,
         AllocationError,
-    ) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ScenarioError as exc:
-        print(f"error: {flag(exc.field) if exc.field in FIELDS else exc.field}: {exc.problem}", file=sys.stderr)
-        return 2
-    except ValidationError as exc:
+    )
+    if isinstance(exc, plain):
+        return str(exc)
+    if isinstance(exc, ScenarioError):
+        return f"{flag(exc.field) if exc.field in FIELDS else exc.field}: {exc.problem}"
+    if isinstance(exc, ValidationError):
         err = exc.errors()[0]
         field = ".".join(str(x) for x in err["loc"])
-        print(f"error: {flag(field) if field in FIELDS else '--' + field.replace('_', '-')}: {err['msg']}", file=sys.stderr)
-        return 2
-    if result is not None:
-        print(json.dumps(_clean(result), indent=2 if not args.json else None))
-    return 0
+        return f"{flag(field) if field in FIELDS else '--' + field.replace('_', '-')}: {err['msg']}"
+    return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Every command and its options (the scenario options from the Scenario, the import context from ImportContext)."""
+def build_parser(commands: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """Every command, and the options of those in `commands` (None: of every one). `main` builds the options of the
+    command given alone, so each command imports only what it uses, and `roofline --help` needs no data library."""
     p = argparse.ArgumentParser(prog="roofline", description="Roofline Explorer command line")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--db", help="DuckDB store path (default: ROOFLINE_DB or data/roofline.duckdb)")
     common.add_argument("--json", action="store_true", help="compact JSON output (one line)")
     sub = p.add_subparsers(dest="command", required=True)
+    for name, (text, options, shared) in COMMANDS.items():
+        parser = sub.add_parser(name, parents=[common] if shared else [], help=text)
+        if commands is None or name in commands:
+            options(parser)
+    return p
 
-    sub.add_parser("gpus", parents=[common], help="list accelerators").set_defaults(func=cmd_gpus)
-    sub.add_parser("models", parents=[common], help="list models").set_defaults(func=cmd_models)
 
-    mc = sub.add_parser("model-from-config", parents=[common], help="parse a Hugging Face config.json")
-    mc.add_argument("path")
-    mc.add_argument("--id", help="model id (default: from the file name)")
-    mc.set_defaults(func=cmd_model_from_config)
+def _gpus_options(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(func=cmd_gpus)
 
-    r = sub.add_parser("ridge", parents=[common], help="ridge point of an accelerator")
-    r.add_argument("--gpu", required=True)
-    r.add_argument("--precision", default="bf16")
-    r.set_defaults(func=cmd_ridge)
 
-    c = sub.add_parser("ceiling", parents=[common], help="ceilings of one scenario")
-    add_cli_arguments(c)
-    c.add_argument("--ops", action="store_true", help="add the per-operation table of the decode step")
-    c.set_defaults(func=cmd_ceiling)
+def _models_options(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(func=cmd_models)
 
-    pd = sub.add_parser("predict", parents=[common], help="what the scenario's framework reaches (the predicted model), beside the ceiling")
-    add_cli_arguments(pd)
-    pd.set_defaults(func=cmd_predict)
 
-    me = sub.add_parser(
-        "memory", parents=[common], help="how the scenario's framework (vLLM or SGLang) sizes memory at start-up: its KV-cache tokens"
-    )
-    add_cli_arguments(me)
-    me.add_argument("--engine-version", help="the engine's release (default: the newest read, vLLM 0.34.0, SGLang 0.5.23)")
-    me.add_argument("--gpu-memory-utilization", type=float, help="vLLM's --gpu-memory-utilization (default: the version's)")
-    me.add_argument("--mem-fraction-static", type=float, help="SGLang's --mem-fraction-static (default: its rule by GPU memory)")
-    me.add_argument("--max-model-len", type=int, help="the engine's --max-model-len / --context-length (default: the model's)")
-    me.add_argument("--max-num-seqs", type=int, help="vLLM's --max-num-seqs (default: the version's rule by GPU memory)")
-    me.add_argument("--max-num-batched-tokens", type=int, help="vLLM's --max-num-batched-tokens (default: the version's)")
-    me.set_defaults(func=cmd_memory)
+def _model_from_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path")
+    parser.add_argument("--id", help="model id (default: from the file name)")
+    parser.set_defaults(func=cmd_model_from_config)
 
-    rp = sub.add_parser("report", parents=[common], help="write a self-contained HTML report of one scenario")
-    add_cli_arguments(rp)
-    rp.add_argument("--out", required=True, help="output file, .html")
-    rp.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("sweep", parents=[common], help="sweep a grid of scenarios to a file")
-    for name, every in SWEEP_AXES.items():
-        s.add_argument(
-            flag(name), dest=name, action="append", type=field_type(name), help=f"{param(name).help} Repeatable; default: {every}."
+def _ridge_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpu", required=True)
+    parser.add_argument("--precision", default="bf16")
+    parser.set_defaults(func=cmd_ridge)
+
+
+def _ceiling_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+
+    add_cli_arguments(parser)
+    parser.add_argument("--ops", action="store_true", help="add the per-operation table of the decode step")
+    parser.set_defaults(func=cmd_ceiling)
+
+
+def _predict_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+
+    add_cli_arguments(parser)
+    parser.set_defaults(func=cmd_predict)
+
+
+def _memory_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+
+    add_cli_arguments(parser)
+    parser.add_argument("--engine-version", help="the engine's release (default: the newest read, vLLM 0.34.0, SGLang 0.5.23)")
+    parser.add_argument("--gpu-memory-utilization", type=float, help="vLLM's --gpu-memory-utilization (default: the version's)")
+    parser.add_argument("--mem-fraction-static", type=float, help="SGLang's --mem-fraction-static (default: its rule by GPU memory)")
+    parser.add_argument("--max-model-len", type=int, help="the engine's --max-model-len / --context-length (default: the model's)")
+    parser.add_argument("--max-num-seqs", type=int, help="vLLM's --max-num-seqs (default: the version's rule by GPU memory)")
+    parser.add_argument("--max-num-batched-tokens", type=int, help="vLLM's --max-num-batched-tokens (default: the version's)")
+    parser.set_defaults(func=cmd_memory)
+
+
+def _report_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+
+    add_cli_arguments(parser)
+    parser.add_argument("--out", required=True, help="output file, .html")
+    parser.set_defaults(func=cmd_report)
+
+
+def _sweep_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import FIELDS, add_cli_arguments, field_type, flag, param
+
+    for name in SWEEP_AXES:
+        parser.add_argument(
+            flag(name),
+            dest=name,
+            action="append",
+            type=field_type(name),
+            help=f"{param(name).help} Repeatable; default: {_sweep_default(name)}.",
         )
-    add_cli_arguments(s, only=tuple(name for name in FIELDS if name not in SWEEP_AXES))
-    s.add_argument("--out", required=True, help="output file, .parquet or .csv")
-    s.set_defaults(func=cmd_sweep)
+    add_cli_arguments(parser, only=tuple(name for name in FIELDS if name not in SWEEP_AXES))
+    parser.add_argument("--out", required=True, help="output file, .parquet or .csv")
+    parser.set_defaults(func=cmd_sweep)
 
-    imp = sub.add_parser("import", parents=[common], help="import benchmark results (CSV, JSON, JSONL) as a dataset")
-    imp.add_argument("file", help="the benchmark output file")
-    imp.add_argument("--format", choices=list(IMPORT_FORMATS), help="the file's format (default: detected from its content)")
+
+def _import_options(parser: argparse.ArgumentParser) -> None:
+    from core.catalogue.specs import value_type
+    from core.evidence.formats.registry import BY_NAME as IMPORT_FORMATS
+    from core.evidence.importers import ImportContext
+
+    parser.add_argument("file", help="the benchmark output file")
+    parser.add_argument("--format", choices=list(IMPORT_FORMATS), help="the file's format (default: detected from its content)")
     for name, info in ImportContext.model_fields.items():
         choices = literal_choices(info)  # a field of fixed values (--phase decode|prefill|mixed) is offered as choices
         kind = str if choices else value_type(info)
-        imp.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, choices=choices, help=info.description)
-    imp.add_argument("--map", action="append", default=[], metavar="COLUMN=HEADER", help="generic CSV: read COLUMN from HEADER")
-    imp.add_argument("--name", help="dataset name (default: the file name)")
-    imp.set_defaults(func=cmd_import)
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, choices=choices, help=info.description)
+    parser.add_argument("--map", action="append", default=[], metavar="COLUMN=HEADER", help="generic CSV: read COLUMN from HEADER")
+    parser.add_argument("--name", help="dataset name (default: the file name)")
+    parser.set_defaults(func=cmd_import)
 
-    ms = sub.add_parser(
-        "measured", parents=[common], help="a stored dataset against its ceilings and the predicted model: summary, flags by cause, refit"
-    )
-    ms.add_argument("dataset", help="the dataset's id (as `import` prints it) or its name")
-    ms.add_argument("--refit", action="store_true", help="refit the predicted model on the dataset, per accelerator and framework")
-    ms.add_argument(
+
+def _measured_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.predicted import FRAMEWORKS
+
+    parser.add_argument("dataset", help="the dataset's id (as `import` prints it) or its name")
+    parser.add_argument("--refit", action="store_true", help="refit the predicted model on the dataset, per accelerator and framework")
+    parser.add_argument(
         "--framework",
         choices=list(FRAMEWORKS),
         help="the framework the runs used (default: the dataset's format's, else vLLM)",
     )
-    ms.set_defaults(func=cmd_measured)
+    parser.set_defaults(func=cmd_measured)
 
-    cr = sub.add_parser(
-        "compare-runs",
-        parents=[common],
-        help="two or more stored datasets side by side, aligned on the scenario: each metric's difference and ratio to the first",
-    )
-    cr.add_argument(
+
+def _compare_runs_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.predicted import FRAMEWORKS
+
+    parser.add_argument(
         "runs", nargs="+", metavar="DATASET", help="datasets (ids as `import` prints them, or names); the first is the baseline"
     )
-    cr.add_argument(
+    parser.add_argument(
         "--framework",
         choices=list(FRAMEWORKS),
         help="the framework every run used (default: each dataset's format's, else vLLM): whose expected figures the shares use",
     )
-    cr.set_defaults(func=cmd_compare_runs)
+    parser.set_defaults(func=cmd_compare_runs)
 
-    ds = sub.add_parser("datasets", parents=[common], help="list the imported datasets: id, name, format, rows, imported at")
-    ds.set_defaults(func=cmd_datasets)
 
-    dd = sub.add_parser("delete-dataset", parents=[common], help="delete an imported dataset and its measurements (the catalogue is kept)")
-    dd.add_argument("dataset", help="the dataset's id (as `import` and `datasets` print it) or its name")
-    dd.set_defaults(func=cmd_delete_dataset)
+def _datasets_options(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(func=cmd_datasets)
 
-    pr = sub.add_parser("probe", help="measure this machine's memory bandwidth and matmul throughput (python -m core.probe)")
-    probe_cli.add_arguments(pr)
-    pr.set_defaults(func=cmd_probe)
 
-    ip = sub.add_parser("import-probe", parents=[common], help="store a probe document as a measured profile of an accelerator")
-    ip.add_argument("file", help="the probe's JSON (python -m core.probe --out FILE)")
-    ip.add_argument("--gpu", help="the catalogue accelerator it measured (default: matched by the device's name, else a new one)")
-    ip.set_defaults(func=cmd_import_probe)
+def _delete_dataset_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", help="the dataset's id (as `import` and `datasets` print it) or its name")
+    parser.set_defaults(func=cmd_delete_dataset)
 
-    bc = sub.add_parser("bench-command", parents=[common], help="the benchmark command that measures a scenario")
-    bc.add_argument("--tool", required=True, choices=list(BENCH_TOOLS), help="benchmark tool")
-    add_cli_arguments(bc, only=("gpu", "num_gpus", "model", "weights", "kv", "batch"))
-    bc.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
-    bc.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
-    bc.set_defaults(func=cmd_bench_command)
 
-    pz = sub.add_parser("prices", parents=[common], help="the published prices of accelerators, with sources and dates")
-    pz.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every priced one)")
-    pz.add_argument("--kind", choices=KINDS, help="rent ($ per GPU-hour) or buy ($ per GPU); default: both")
-    pz.add_argument(
+def _probe_options(parser: argparse.ArgumentParser) -> None:
+    from core.probe import cli as probe_cli
+
+    probe_cli.add_arguments(parser)
+    parser.set_defaults(func=cmd_probe)
+
+
+def _import_probe_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="the probe's JSON (python -m core.probe --out FILE)")
+    parser.add_argument("--gpu", help="the catalogue accelerator it measured (default: matched by the device's name, else a new one)")
+    parser.set_defaults(func=cmd_import_probe)
+
+
+def _bench_command_options(parser: argparse.ArgumentParser) -> None:
+    from core.evidence.bench_commands import TOOLS as BENCH_TOOLS
+    from core.model.scenario import add_cli_arguments
+
+    parser.add_argument("--tool", required=True, choices=list(BENCH_TOOLS), help="benchmark tool")
+    add_cli_arguments(parser, only=("gpu", "num_gpus", "model", "weights", "kv", "batch"))
+    parser.add_argument("--input-tokens", type=int, required=True, help="prompt tokens per request")
+    parser.add_argument("--output-tokens", type=int, required=True, help="output tokens per request")
+    parser.set_defaults(func=cmd_bench_command)
+
+
+def _prices_options(parser: argparse.ArgumentParser) -> None:
+    from core.catalogue.prices import KINDS, RATES
+
+    parser.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every priced one)")
+    parser.add_argument("--kind", choices=KINDS, help="rent ($ per GPU-hour) or buy ($ per GPU); default: both")
+    parser.add_argument(
         "--rent-prices", choices=RATES, default="on-demand", help="which rent prices the median uses: on-demand instance rates or every one"
     )
-    pz.set_defaults(func=cmd_prices)
+    parser.set_defaults(func=cmd_prices)
 
-    rf = sub.add_parser("reference", parents=[common], help="the published reference measurements, each against its ceiling")
-    rf.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every one)")
-    rf.add_argument("--model", action="append", help="model id; repeatable (default: every one)")
-    rf.add_argument("--framework", action="append", help="framework as the rows name it (TensorRT-LLM, vLLM, llama.cpp ...); repeatable")
-    rf.add_argument("--metric", action="append", choices=list(REFERENCE_METRICS), help="metric; repeatable (default: every one)")
-    rf.set_defaults(func=cmd_reference)
-    scp = sub.add_parser(
-        "scorecard", parents=[common], help="how well the model predicts the published measurements (leave one source out)"
+
+def _reference_options(parser: argparse.ArgumentParser) -> None:
+    from core.catalogue.reference import METRICS as REFERENCE_METRICS
+
+    parser.add_argument("--gpu", action="append", help="accelerator id; repeatable (default: every one)")
+    parser.add_argument("--model", action="append", help="model id; repeatable (default: every one)")
+    parser.add_argument(
+        "--framework", action="append", help="framework as the rows name it (TensorRT-LLM, vLLM, llama.cpp ...); repeatable"
     )
-    scp.set_defaults(func=cmd_scorecard)
-
-    cp = sub.add_parser("compare", parents=[common], help="accelerators for one workload: cheapest configuration, costs, load")
-    cp.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
-    add_cli_arguments(cp, only=WORKLOAD_FIELDS)
-    cp.add_argument("--tpot-ms", type=float, help="service target: time per output token <= X ms")
-    cp.add_argument("--ttft-s", type=float, help="service target: time to first token <= Y s")
-    cp.add_argument("--target", choices=list(TARGETS_BY_KEY), help="a preset service target (MLPerf Inference limits, chat, batch)")
-    _cost_arguments(cp)
-    cp.add_argument("--requests-per-s", type=float, help="a load to serve: requests per second (with --input-tokens and --output-tokens)")
-    cp.add_argument("--input-tokens", type=int, help="prompt tokens per request (sets the workload's prompt; context = input + output)")
-    cp.add_argument("--output-tokens", type=int, help="output tokens per request")
-    cp.add_argument("--sort", choices=list(SORT_KEYS), default="usd_per_million_tokens", help="best first by this column")
-    cp.set_defaults(func=cmd_compare)
-
-    fr = sub.add_parser("frontier", parents=[common], help="tokens/s per GPU and $ per million tokens against tokens/s per user")
-    fr.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
-    add_cli_arguments(fr, only=WORKLOAD_FIELDS)
-    fr.add_argument("--num-gpus", type=int, help="tensor-parallel degree (default: the cheapest that fits at the batch)")
-    _cost_arguments(fr)
-    fr.set_defaults(func=cmd_frontier)
-    return p
+    parser.add_argument("--metric", action="append", choices=list(REFERENCE_METRICS), help="metric; repeatable (default: every one)")
+    parser.set_defaults(func=cmd_reference)
 
 
-#: The scenario fields of a workload (`compare`, `frontier`): the accelerator and its count are the comparison's.
-WORKLOAD_FIELDS = tuple(
-    n for n in FIELDS if n not in ("gpu", "num_gpus", "usd_per_gpu_hour", "spec_draft_len", "spec_acceptance", "spec_draft_model")
-)
+def _scorecard_options(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(func=cmd_scorecard)
+
+
+def _compare_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+    from core.plan.purchase import SORT_KEYS
+    from core.plan.targets import BY_KEY as TARGETS_BY_KEY
+
+    parser.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
+    add_cli_arguments(parser, only=workload_fields())
+    parser.add_argument("--tpot-ms", type=float, help="service target: time per output token <= X ms")
+    parser.add_argument("--ttft-s", type=float, help="service target: time to first token <= Y s")
+    parser.add_argument("--target", choices=list(TARGETS_BY_KEY), help="a preset service target (MLPerf Inference limits, chat, batch)")
+    _cost_arguments(parser)
+    parser.add_argument(
+        "--requests-per-s", type=float, help="a load to serve: requests per second (with --input-tokens and --output-tokens)"
+    )
+    parser.add_argument("--input-tokens", type=int, help="prompt tokens per request (sets the workload's prompt; context = input + output)")
+    parser.add_argument("--output-tokens", type=int, help="output tokens per request")
+    parser.add_argument("--sort", choices=list(SORT_KEYS), default="usd_per_million_tokens", help="best first by this column")
+    parser.set_defaults(func=cmd_compare)
+
+
+def _frontier_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+
+    parser.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
+    add_cli_arguments(parser, only=workload_fields())
+    parser.add_argument("--num-gpus", type=int, help="tensor-parallel degree (default: the cheapest that fits at the batch)")
+    _cost_arguments(parser)
+    parser.set_defaults(func=cmd_frontier)
+
+
+#: Every command: the line `--help` gives it, the function that adds its options, whether it takes --db and --json.
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], bool]] = {
+    "gpus": ("list accelerators", _gpus_options, True),
+    "models": ("list models", _models_options, True),
+    "model-from-config": ("parse a Hugging Face config.json", _model_from_config_options, True),
+    "ridge": ("ridge point of an accelerator", _ridge_options, True),
+    "ceiling": ("ceilings of one scenario", _ceiling_options, True),
+    "predict": ("what the scenario's framework reaches (the predicted model), beside the ceiling", _predict_options, True),
+    "memory": ("how the scenario's framework (vLLM or SGLang) sizes memory at start-up: its KV-cache tokens", _memory_options, True),
+    "report": ("write a self-contained HTML report of one scenario", _report_options, True),
+    "sweep": ("sweep a grid of scenarios to a file", _sweep_options, True),
+    "import": ("import benchmark results (CSV, JSON, JSONL) as a dataset", _import_options, True),
+    "measured": ("a stored dataset against its ceilings and the predicted model: summary, flags by cause, refit", _measured_options, True),
+    "compare-runs": (
+        "two or more stored datasets side by side, aligned on the scenario: each metric's difference and ratio to the first",
+        _compare_runs_options,
+        True,
+    ),
+    "datasets": ("list the imported datasets: id, name, format, rows, imported at", _datasets_options, True),
+    "delete-dataset": ("delete an imported dataset and its measurements (the catalogue is kept)", _delete_dataset_options, True),
+    "probe": ("measure this machine's memory bandwidth and matmul throughput (python -m core.probe)", _probe_options, False),
+    "import-probe": ("store a probe document as a measured profile of an accelerator", _import_probe_options, True),
+    "bench-command": ("the benchmark command that measures a scenario", _bench_command_options, True),
+    "prices": ("the published prices of accelerators, with sources and dates", _prices_options, True),
+    "reference": ("the published reference measurements, each against its ceiling", _reference_options, True),
+    "scorecard": ("how well the model predicts the published measurements (leave one source out)", _scorecard_options, True),
+    "compare": ("accelerators for one workload: cheapest configuration, costs, load", _compare_options, True),
+    "frontier": ("tokens/s per GPU and $ per million tokens against tokens/s per user", _frontier_options, True),
+}
+
+
+#: The scenario fields a workload (`compare`, `frontier`) leaves out: the accelerator and its count are the comparison's.
+_NOT_WORKLOAD = ("gpu", "num_gpus", "usd_per_gpu_hour", "spec_draft_len", "spec_acceptance", "spec_draft_model")
+
+
+def workload_fields() -> tuple[str, ...]:
+    """The scenario fields of a workload (`compare`, `frontier`)."""
+    from core.model.scenario import FIELDS
+
+    return tuple(n for n in FIELDS if n not in _NOT_WORKLOAD)
 
 
 def _cost_arguments(parser: argparse.ArgumentParser) -> None:
+    from core.catalogue.prices import RATES
+    from core.plan.costs import DEFAULT_SOURCES, Ownership
+
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--rent", dest="mode", action="store_const", const="rent", help="rent on demand (default)")
     mode.add_argument("--buy", dest="mode", action="store_const", const="buy", help="buy and amortise")
@@ -319,6 +425,9 @@ def _cost_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _ownership(args: argparse.Namespace) -> tuple[Ownership, dict[str, float]]:
+    from core.catalogue.prices import parse_price
+    from core.plan.costs import Ownership
+
     own = Ownership.model_validate({n: getattr(args, n) for n in Ownership.model_fields})
     given: dict[str, float] = {}
     for item in args.price:
@@ -330,7 +439,9 @@ def _ownership(args: argparse.Namespace) -> tuple[Ownership, dict[str, float]]:
 
 
 def _workload(args: argparse.Namespace) -> Scenario:
-    sc = from_cli(args, only=WORKLOAD_FIELDS).model_copy(update={"gpu": args.gpu[0]})
+    from core.model.scenario import from_cli
+
+    sc = from_cli(args, only=workload_fields()).model_copy(update={"gpu": args.gpu[0]})
     if getattr(args, "input_tokens", None) is not None:
         out = args.output_tokens or 0
         sc = sc.at(prompt=args.input_tokens, context=args.input_tokens + out)
@@ -338,7 +449,9 @@ def _workload(args: argparse.Namespace) -> Scenario:
 
 
 def _catalogue(args: argparse.Namespace) -> Catalogue:
+    from core.catalogue.catalogue import load_catalogue
     from core.evidence.predictor import with_predictor
+    from core.store.store import get_store
 
     return with_predictor(load_catalogue(get_store(args.db)))
 
@@ -374,6 +487,9 @@ def cmd_models(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def cmd_model_from_config(args: argparse.Namespace) -> dict[str, Any]:
+    from core.catalogue.model_config import load_config, model_from_config, slugify
+    from core.catalogue.operations import summary
+
     cfg = load_config(args.path)
     model_id = args.id or slugify(Path(args.path).stem if Path(args.path).stem != "config" else Path(args.path).parent.name)
     record = model_from_config(cfg, model_id=model_id)
@@ -390,6 +506,11 @@ def cmd_model_from_config(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_ridge(args: argparse.Namespace) -> dict[str, Any]:
+    import polars as pl
+
+    from core.catalogue.precisions import compute_precision
+    from core.model.roofline import ridge_points
+
     cat = _catalogue(args)
     cat.gpu(args.gpu)
     prec = compute_precision(args.precision, argument="--precision")
@@ -407,6 +528,10 @@ def cmd_ridge(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
+    from core.model.ceilings import ceiling, operation_table
+    from core.model.scenario import from_cli
+    from core.plan.planning import would_fit
+
     cat = _catalogue(args)
     scenario = from_cli(args)
     r = ceiling(cat, scenario)
@@ -419,6 +544,9 @@ def cmd_ceiling(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_predict(args: argparse.Namespace) -> dict[str, Any]:
+    from core.model.ceilings import ceiling
+    from core.model.scenario import from_cli
+
     cat = _catalogue(args)
     scenario = from_cli(args)
     r = ceiling(cat, scenario)
@@ -459,6 +587,9 @@ def _share(predicted: float | None, bound: float | None, name: str) -> float | N
 
 
 def cmd_memory(args: argparse.Namespace) -> dict[str, Any]:
+    from core.model.allocation import ENGINES, GIB, allocate
+    from core.model.scenario import from_cli
+
     cat = _catalogue(args)
     sc = from_cli(args)
     if sc.framework not in ENGINES:
@@ -484,6 +615,7 @@ def cmd_memory(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_report(args: argparse.Namespace) -> dict[str, Any]:
+    from core.model.scenario import from_cli
     from core.present.report import report_html
 
     out = Path(args.out)
@@ -497,6 +629,10 @@ def cmd_report(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> dict[str, Any]:
+    from core.model.scenario import FIELDS, from_cli
+    from core.model.sweep import DEFAULT_BATCHES, DEFAULT_CONTEXTS, DEFAULT_WEIGHTS, scenario_grid, sweep
+    from core.present.tables import csv_safe
+
     cat = _catalogue(args)
     out = Path(args.out)
     if out.suffix not in (".parquet", ".csv"):
@@ -568,6 +704,9 @@ def literal_choices(info: Any) -> list[str] | None:
 
 
 def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
+    from core.evidence.importers import MAX_FILE_BYTES, ImportContext, ImportFileError, import_file
+    from core.store.store import get_store
+
     path = Path(args.file)
     if not path.is_file():
         raise CliError(f"FILE: no file at {path}")
@@ -614,6 +753,7 @@ def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
     from core.evidence.compare import compare, summary
     from core.evidence.importers import dataset_rows, list_datasets
     from core.evidence.refit import MIN_FIT_POINTS, MIN_FIT_R2, expected, framework_of, refit
+    from core.store.store import get_store
 
     store = get_store(args.db)
     info = _dataset(list_datasets(store), args.dataset)
@@ -629,6 +769,8 @@ def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
 
 def _dataset(datasets: pl.DataFrame, given: Any) -> dict[str, Any]:
     """The stored dataset `given` names (its id or its name); CliError naming the datasets otherwise."""
+    import polars as pl
+
     given = str(given).strip()
     hit = datasets.filter((pl.col("id").cast(pl.String) == given) | (pl.col("name") == given))
     if hit.height != 1:
@@ -645,6 +787,7 @@ def cmd_compare_runs(args: argparse.Namespace) -> dict[str, Any]:
     from core.evidence.importers import dataset_rows, list_datasets
     from core.evidence.refit import expected, framework_of
     from core.evidence.runs import RunsError, compare_runs, runs_json
+    from core.store.store import get_store
 
     store = get_store(args.db)
     datasets = list_datasets(store)
@@ -665,6 +808,7 @@ def cmd_compare_runs(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_datasets(args: argparse.Namespace) -> list[dict[str, Any]]:
     """`datasets`: every imported dataset, newest first (the measured page's list)."""
     from core.evidence.importers import list_datasets
+    from core.store.store import get_store
 
     rows = list_datasets(get_store(args.db))
     return [
@@ -682,7 +826,10 @@ def cmd_datasets(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def cmd_delete_dataset(args: argparse.Namespace) -> dict[str, Any]:
     """`delete-dataset DATASET`: delete one dataset and its measurements in one transaction (nothing else is touched)."""
+    import polars as pl
+
     from core.evidence.importers import delete_dataset, list_datasets
+    from core.store.store import get_store
 
     store = get_store(args.db)
     datasets = list_datasets(store)
@@ -707,6 +854,8 @@ def cmd_delete_dataset(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_probe(args: argparse.Namespace) -> None:
+    from core.probe import cli as probe_cli
+
     if args.out:
         _check_out(args.out)  # before the measurement, not after it
         _make_folder(args.out)
@@ -718,6 +867,11 @@ def cmd_probe(args: argparse.Namespace) -> None:
 
 
 def cmd_import_probe(args: argparse.Namespace) -> dict[str, Any]:
+    from core.catalogue.catalogue import load_catalogue
+    from core.evidence.matching import NoMatchError
+    from core.evidence.probes import MAX_PROBE_BYTES, import_probe, measured_vs_datasheet
+    from core.store.store import get_store
+
     path = Path(args.file)
     if not path.is_file():
         raise CliError(f"FILE: no file at {path}")
@@ -739,6 +893,9 @@ def cmd_import_probe(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_bench_command(args: argparse.Namespace) -> dict[str, Any]:
+    from core.evidence.bench_commands import bench_command
+    from core.model.scenario import from_cli
+
     sc = from_cli(args, only=("gpu", "num_gpus", "model", "weights", "kv", "batch"))
     for name in ("input_tokens", "output_tokens"):
         if getattr(args, name) < 1:
@@ -756,6 +913,10 @@ def cmd_bench_command(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_prices(args: argparse.Namespace) -> list[dict[str, Any]]:
+    import polars as pl
+
+    from core.catalogue.prices import chosen_prices, is_old
+
     cat = _catalogue(args)
     for g in args.gpu or []:
         cat.gpu(g)  # an unknown id is named, with suggestions
@@ -812,6 +973,11 @@ REFERENCE_FIELDS = (
 
 
 def cmd_reference(args: argparse.Namespace) -> list[dict[str, Any]]:
+    import polars as pl
+
+    from core.evidence.reference import reference_compare
+    from core.evidence.reference import unit_of as reference_unit
+
     cat = _catalogue(args)
     for g in args.gpu or []:
         cat.gpu(g)
@@ -826,10 +992,15 @@ def cmd_reference(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def cmd_scorecard(args: argparse.Namespace) -> dict[str, Any]:
+    from core.evidence.scorecard import scorecard
+
     return scorecard(_catalogue(args)).as_json()
 
 
 def cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
+    from core.plan.purchase import Load, compare_accelerators
+    from core.plan.targets import BY_KEY as TARGETS_BY_KEY
+
     cat = _catalogue(args)
     own, given = _ownership(args)
     load = None
@@ -864,6 +1035,10 @@ def cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_frontier(args: argparse.Namespace) -> dict[str, Any]:
+    import polars as pl
+
+    from core.plan.purchase import compare_accelerators, frontier_curves
+
     cat = _catalogue(args)
     own, given = _ownership(args)
     sc = _workload(args)

@@ -25,7 +25,7 @@ import polars as pl
 from core.catalogue.model_config import ConfigError, model_from_config, parse_config_text
 from core.catalogue.operations import OpMatrix, kv_elements_per_token, operations_frame, parameter_counts
 from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PRECISIONS
-from core.catalogue.prices import PRICE_SCHEMA, PriceUsed, price_used
+from core.catalogue.prices import PRICE_SCHEMA, PriceUsed, median_rents, price_used
 from core.catalogue.reference import REFERENCE_SCHEMA
 from core.catalogue.seed import CatalogueError, accelerator_frame
 from core.catalogue.specs import Accelerator, ModelRecord, outside_bounds
@@ -221,7 +221,7 @@ class Catalogue:
         def column(name: str) -> Array:
             return g[name].cast(pl.Float64).to_numpy().astype(np.float64)
 
-        rent_of = {i: self.price(i, "rent").usd for i in self.prices.filter(pl.col("kind") == "rent")["gpu"].unique().to_list()}
+        rent_of = median_rents(self.prices)  # what self.price(id, "rent").usd gives, for every accelerator at once
 
         return Hardware(
             ids=g["id"].to_list(),

@@ -212,6 +212,16 @@ def chosen_prices(prices: pl.DataFrame, gpu: str, kind: str, rates: str = "on-de
     return used.sort("as_of"), present_bases
 
 
+def median_rents(prices: pl.DataFrame, rates: str = "on-demand") -> dict[str, float]:
+    """Every accelerator's rent price as `price_used` gives it (the median over sellers of each seller's lowest like
+    price), in one pass over the table: what the engine's cost columns read. Accelerators with no such price are absent."""
+    bases = ("on-demand",) if rates == "on-demand" else BASES["rent"]
+    rows = prices.filter((pl.col("kind") == "rent") & pl.col("basis").is_in(list(bases)))
+    per_seller = rows.group_by("gpu", seller(pl.col("provider")).alias("seller")).agg(pl.col("usd").min())
+    medians = per_seller.group_by("gpu").agg(pl.col("usd").median())
+    return {str(g): float(u) for g, u in medians.iter_rows()}
+
+
 def price_used(
     prices: pl.DataFrame,
     gpu: str,

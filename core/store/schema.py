@@ -45,7 +45,9 @@ def migrate(store: Store) -> list[int]:
     Each one is checked and applied inside its own transaction, so two
     processes opening a new file at once never apply one twice.
     """
-    applied = []
+    applied: list[int] = []
+    if not pending_migrations(store):  # the common case, one read: a store opened again has them all
+        return applied
     with store.transaction() as cur:
         cur.execute(_MIGRATIONS_TABLE)
     for version, path in migration_files().items():

@@ -15,7 +15,7 @@ import pytest
 import core.evidence.importers as importers
 from core.cli import main
 from core.model.sweep import DEFAULT_CONTEXTS, DEFAULT_WEIGHTS
-from tests.helpers import FIXTURES, roofline
+from tests.helpers import FIXTURES, ROOT, roofline
 
 GENERIC_ROWS = 11  # data lines of tests/fixtures/generic.csv (12 lines less the header)
 REFERENCE_TABLES = ("accelerators", "models", "prices", "reference_measurements", "custom_accelerators", "custom_models")
@@ -190,3 +190,34 @@ def test_a_second_import_names_the_command_that_deletes_the_first(two, capsys):
     assert cli(capsys, *shlex.split(hint)[1:])[0] == 0
     rc, res, err = cli(capsys, "import", str(FIXTURES / "vllm_serve.json"), "--gpu", "h100-sxm", "--db", str(db))
     assert rc == 0 and res["rows"] == 1, err  # type: ignore[index]
+
+
+def _modules_after(*argv: str) -> set[str]:
+    """The modules a fresh process holds after `roofline ARGV` (its own output discarded)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import contextlib, io, sys\n"
+        "from core.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        main({list(argv)!r})\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    return set(out.split())
+
+
+def test_help_needs_no_data_library_and_a_command_imports_only_what_it_uses(tmp_path):
+    """`roofline --help` comes from the parser alone; `roofline ceiling` imports neither the importers, nor the purchase
+    search, nor the pages' presentation code."""
+    helped = _modules_after("--help")
+    assert not {"polars", "numpy", "duckdb", "pydantic", "pyarrow"} & helped
+    assert not any(m.startswith("core.") and m not in ("core.cli",) for m in helped), sorted(m for m in helped if m.startswith("core."))
+    db = str(tmp_path / "c.duckdb")
+    used = _modules_after("ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--db", db, "--json")
+    assert "core.model.ceilings" in used
+    assert not {m for m in used if m.startswith(("core.evidence.formats", "core.evidence.importers", "core.plan.purchase", "core.present"))}

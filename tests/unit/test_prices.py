@@ -245,3 +245,16 @@ def test_no_price_rests_on_a_mirror_or_a_syndicated_copy():
     cited = [r["source_url"] for r in _seed_rows()]
     assert [u for u in cited if any(c in u for c in copies)] == []
     assert not [r for r in _seed_rows() if r["gpu"] in ("h100-pcie", "m4-max") and r["kind"] == "buy"]
+
+
+def test_the_engines_rent_prices_are_each_accelerators_price_used(cat):
+    """median_rents (one pass, for the engine's cost columns) gives every accelerator the rent price_used gives it, for
+    both rent rules; accelerators with none are absent."""
+    from core.catalogue.prices import median_rents, price_used
+
+    for rates in ("on-demand", "any"):
+        fast = median_rents(cat.prices, rates)
+        for gpu in cat.gpus["id"].to_list():
+            slow = price_used(cat.prices, gpu, "rent", rates=rates).usd
+            assert fast.get(gpu) == (pytest.approx(slow, rel=1e-12) if slow is not None else None), (rates, gpu)
+        assert len(fast) >= 10
