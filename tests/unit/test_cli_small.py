@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shlex
 from datetime import datetime
 from pathlib import Path
@@ -221,3 +222,26 @@ def test_help_needs_no_data_library_and_a_command_imports_only_what_it_uses(tmp_
     used = _modules_after("ceiling", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--db", db, "--json")
     assert "core.model.ceilings" in used
     assert not {m for m in used if m.startswith(("core.evidence.formats", "core.evidence.importers", "core.plan.purchase", "core.present"))}
+
+
+@pytest.mark.slow
+def test_every_command_line_the_readme_shows_runs(tmp_path, capsys):
+    """Each `roofline ...` line of the README's examples runs as written from the repository root (on a store of its
+    own, writing under a temporary `out/`), except the probe's (it measures this machine: tests/unit/test_probe.py) and
+    the import of a file a benchmark run writes."""
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    lines = [ln.strip() for block in re.findall(r"```bash\n(.*?)```", readme, re.S) for ln in block.splitlines()]
+    commands = [ln for ln in lines if ln.startswith("roofline ") and "rl+gpu=" not in ln]
+    assert len(commands) >= 14
+    db = str(tmp_path / "readme.duckdb")
+    cwd = Path.cwd()
+    try:
+        os.chdir(ROOT)
+        for line in commands:
+            argv = [a.replace("out/", f"{tmp_path}/out/") for a in shlex.split(line, comments=True)[1:]]
+            assert main([*argv, "--db", db]) == 0, (line, capsys.readouterr().err)
+    finally:
+        os.chdir(cwd)
+    assert (tmp_path / "out" / "report.html").is_file() and (tmp_path / "out" / "sweep.parquet").is_file()
