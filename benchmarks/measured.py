@@ -12,7 +12,7 @@ columns core.evidence.importers.dataset_rows returns).
 
 Each side runs in a child process of its own (timed inside it, peak memory
 = the child's max RSS, libraries and, for the summary, the catalogue
-included), best of --repeat runs:
+included), the two alternated --repeat times; the ratio is the median of the pairs':
 
 - baseline: `pl.read_parquet` of the file and a group-by of its scenario
   columns (gpu, count, model, precisions, phase, batch, lengths) with the
@@ -143,8 +143,10 @@ def main() -> None:
             f"dataset: {rows.height:,} rows, {scenarios:,} distinct scenarios, {path.stat().st_size / 1e6:.1f} MB Parquet (made in {made:.1f} s)"
         )
         del rows
-        base = [run_child("baseline", str(path)) for _ in range(args.repeat)]
-        ours = [run_child("summary", str(path), str(db)) for _ in range(args.repeat)]
+        base, ours = [], []
+        for _ in range(args.repeat):  # alternated, so a slow minute slows both sides of a pair
+            base.append(run_child("baseline", str(path)))
+            ours.append(run_child("summary", str(path), str(db)))
     b = min(r["seconds"] for r in base)
     s = min(r["seconds"] for r in ours)
     b_mb = max(r["peak_mb"] for r in base)
@@ -153,7 +155,12 @@ def main() -> None:
     summ = last["summary"]
     print(f"baseline: read + group-by   {b:.3f} s (best of {len(base)}: {_times(base)}), peak {b_mb:,.0f} MB")
     print(f"summary with the refit      {s:.3f} s (best of {len(ours)}: {_times(ours)}), peak {s_mb:,.0f} MB")
-    print(f"ratio                       {s / b:.1f}x the baseline's time, {s_mb / b_mb:.1f}x its peak memory")
+    pairs = sorted(o["seconds"] / x["seconds"] for o, x in zip(ours, base, strict=True))
+    mem_pairs = sorted(o["peak_mb"] / x["peak_mb"] for o, x in zip(ours, base, strict=True))
+    print(
+        f"ratio                       {pairs[len(pairs) // 2]:.2f}x the baseline's time (median of {len(pairs)} alternated pairs: "
+        f"{', '.join(f'{r:.2f}' for r in pairs)}), {mem_pairs[len(mem_pairs) // 2]:.2f}x its peak memory"
+    )
     print(
         f"summary: {summ['rows']:,} rows, {summ['distinct_scenarios']:,} scenarios, {summ['above_ceiling']:,} above their ceiling, "
         f"median ratio {summ['median_ratio']:.3f}, to expected {summ.get('median_expected_ratio') or float('nan'):.3f}, "
