@@ -21,6 +21,11 @@ from core.model.predicted import NAMES
 from core.model.roofline import roof_lines
 from core.present.label_layout import Label, Plot, leader, place
 
+# Altair checks every schema object against the Vega-Lite schema as it is made (its debug mode, on by default): a third
+# of what building a page's chart costs on each rerun. The specs as the browser gets them are checked whole instead
+# (tests/unit/test_chart_schema.py), which also catches what the per-object checks cannot.
+alt.utils.schemapi.disable_debug_mode()
+
 # Charts become Vega-Lite specs here (memoised by the pages, exported as PNG/SVG), not
 # through st.altair_chart, so Altair's notebook guard of 5,000 rows per dataset would
 # refuse an imported benchmark's points (Streamlit's own path has no such limit). Set once,
