@@ -10,6 +10,8 @@ Altair charts for Streamlit's Arrow path.
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -47,7 +49,7 @@ from core.present.plan_charts import (
     step_breakdown_chart,
 )
 from core.present.readings import comparison_reading, frontier_reading, plain_reading
-from core.present.ridge_charts import ridge_chart, ridge_precision_chart
+from core.present.ridge_charts import decade_ticks, intensity_text, ridge_chart, ridge_precision_chart, with_decode_rule
 from core.present.tables import comparison_display, comparison_table, operations_display, what_if_display
 from core.present.text import duration, plural, si
 
@@ -278,15 +280,37 @@ def ridge_view(
         table, intensity, highlight=highlight, title=f"Ridge points at {precision} (dense)", batch=batch, width=width, fit=fit
     )
     grouped = ridge_points(gpus).filter(pl.col("precision").is_in(GROUP_PRECISIONS))
-    groups = ridge_precision_chart(
+    ticks = decade_ticks([*positive(grouped, "ridge")["ridge"].to_list(), float(intensity)])
+    groups = with_decode_rule(
+        _precision_spec(cat, grouped, highlight, width, ticks), intensity, ticks, f"decode matmul: {intensity_text(intensity)} FLOP/byte"
+    )
+    undated = int(table["year"].is_null().sum())
+    return RidgeView(table, intensity, shown, chart.to_dict(validate=False), groups, undated)
+
+
+#: The ridges-by-precision chart of a selection, made once (its batch's rule is added to it: with_decode_rule); keyed by
+#: the catalogue it was made from (held weakly: a new catalogue, after a custom entry, makes it again) and what it shows.
+_PRECISION_SPECS: OrderedDict[tuple[Any, ...], tuple[weakref.ref[Catalogue], Spec]] = OrderedDict()
+
+
+def _precision_spec(cat: Catalogue, grouped: pl.DataFrame, highlight: str | None, width: int, ticks: list[float]) -> Spec:
+    key = (id(cat), tuple(grouped["id"].to_list()), tuple(grouped["precision"].to_list()), highlight, width, tuple(ticks))
+    hit = _PRECISION_SPECS.get(key)
+    if hit is not None and hit[0]() is cat:
+        _PRECISION_SPECS.move_to_end(key)
+        return hit[1]
+    spec = ridge_precision_chart(
         grouped,
-        intensity,
+        None,
         highlight=highlight,
         title=f"Ridge points by precision ({', '.join(GROUP_PRECISIONS)})",
         width=width,  # below the lead chart, it keeps a row's full height in presentation mode too
-    )
-    undated = int(table["year"].is_null().sum())
-    return RidgeView(table, intensity, shown, chart.to_dict(validate=False), groups.to_dict(validate=False), undated)
+        ticks=ticks,
+    ).to_dict(validate=False)
+    _PRECISION_SPECS[key] = (weakref.ref(cat), spec)
+    while len(_PRECISION_SPECS) > 32:
+        _PRECISION_SPECS.popitem(last=False)
+    return spec
 
 
 # -- ceiling calculator -------------------------------------------------------------

@@ -237,17 +237,19 @@ def ridge_precision_chart(
     title: str = "",
     width: int = 640,
     fit: int | None = None,
+    ticks: list[float] | None = None,
 ) -> alt.LayerChart:
     """Each accelerator's ridges at several precisions on one log axis: a dot per precision (its own hue and shape),
     joined by a thin line per accelerator; absent where the precision is unsupported.
 
-    `ridges` comes from core.model.roofline.ridge_points. `highlight`, an accelerator id, is ringed and bold.
+    `ridges` comes from core.model.roofline.ridge_points. `highlight`, an accelerator id, is ringed and bold. `ticks`:
+    the x axis's decades (default: those the ridges and the decode intensity span).
     """
     data = _readable(positive(ridges, "ridge")).sort("name", "id", "precision")  # one order, whatever the input's
     order = data.group_by("name").agg(pl.col("ridge").max()).sort("ridge", "name")["name"].to_list()
     height, font, legend = _rows(order, fit)
     values = data["ridge"].to_list() + ([float(decode_intensity)] if decode_intensity else [])
-    ticks = decade_ticks(values)
+    ticks = ticks or decade_ticks(values)
     yours = data.filter(pl.col("id") == highlight)["name"].unique().to_list() if highlight else []
     shown = [p for p in PRECISION_COLOURS if p in set(data["precision"].to_list())]
     spans = data.group_by("id", "name").agg(pl.col("ridge").min().alias("lo"), pl.col("ridge").max().alias("hi")).sort("name", "id")
@@ -293,3 +295,12 @@ def _title(title: str, yours: list[str]) -> alt.TitleParams:
         f"Ringed, name in bold: {yours[0]}, the sidebar's accelerator." if yours else "The sidebar's accelerator is not in this selection."
     )
     return alt.TitleParams(title, subtitle=[note], anchor="start", subtitlePadding=4)  # apart in Streamlit's larger title font
+
+
+def with_decode_rule(spec: dict[str, Any], intensity: float, ticks: list[float], label: str) -> dict[str, Any]:
+    """A layered chart's spec (made without a decode intensity, on these `ticks`) with the decode rule and its label
+    drawn first, as ridge_precision_chart draws them: the chart of a selection is made once, its rule at each batch."""
+    rule = alt.LayerChart(layer=_rule_layers(intensity, ticks, label)).to_dict(validate=False)
+    shared = rule.get("data")  # made alone, the two layers' one frame is lifted to the top: each layer takes it back
+    layers = [{"data": shared, **layer} if shared is not None and "data" not in layer else layer for layer in rule["layer"]]
+    return {**spec, "layer": [*layers, *spec["layer"]], "datasets": {**spec.get("datasets", {}), **rule.get("datasets", {})}}

@@ -171,3 +171,35 @@ def test_the_precision_chart_is_the_same_whatever_the_order_of_its_rows(cat):
     for seed in (1, 2, 3):
         shuffled = ridges.sample(fraction=1.0, shuffle=True, seed=seed)
         assert export_chart(ridge_precision_chart(shuffled, 64.0, highlight="h100-sxm"), "svg") == first
+
+
+def _resolved(spec: dict) -> list:
+    """A layered spec's layers with each named dataset replaced by its rows (names are content hashes)."""
+    import json
+
+    data = spec.get("datasets", {})
+    out = []
+    for layer in spec["layer"]:
+        layer = json.loads(json.dumps(layer))
+        if "data" in layer and "name" in layer["data"]:
+            layer["data"] = data[layer["data"]["name"]]
+        out.append(layer)
+    return out
+
+
+def test_the_precision_chart_made_once_per_selection_draws_each_batch_as_made_whole(cat):
+    """ridge_view makes a selection's ridges-by-precision chart once and adds the batch's rule to it (with_decode_rule):
+    the spec is the one ridge_precision_chart makes whole at that batch, layer for layer, at batches 1, 64 and 4,096."""
+    from core.present.ridge_charts import decade_ticks, intensity_text, with_decode_rule
+
+    grouped = ridge_points(cat.gpus).filter(pl.col("precision").is_in(["bf16", "fp8", "int8", "fp4"]))
+    for batch in (1, 64, 4096):
+        x = decode_matmul_intensity(batch, "bf16")
+        whole = ridge_precision_chart(grouped, x, highlight="h100-sxm", title="t", width=640).to_dict(validate=False)
+        ticks = decade_ticks([*grouped.filter(pl.col("ridge") > 0)["ridge"].to_list(), x])
+        base = ridge_precision_chart(grouped, None, highlight="h100-sxm", title="t", width=640, ticks=ticks).to_dict(validate=False)
+        made = with_decode_rule(base, x, ticks, f"decode matmul: {intensity_text(x)} FLOP/byte")
+        assert _resolved(made) == _resolved(whole), batch
+        assert {k: v for k, v in made.items() if k not in ("layer", "datasets")} == {
+            k: v for k, v in whole.items() if k not in ("layer", "datasets")
+        }
