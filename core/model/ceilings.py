@@ -62,6 +62,13 @@ _ACT_BYTES = np.array([ACTIVATION_BYTES[p] for p in PEAK_PRECISIONS])
 _REQUESTED_ACT_BYTES = np.array([ACTIVATION_BYTES[c] for c in COMPUTE_FORMATS])
 _FRAMEWORK_INDEX = {f: i for i, f in enumerate(pm.FRAMEWORKS)}
 _FORMAT_NAMES = list(FORMATS)
+_NUMBERS = tuple(n for n in FIELDS if n not in _TEXT)
+_OPTIONAL = frozenset(n for n in _NUMBERS if default(n) is None)
+
+
+def _floats(values: list[Any]) -> Array:
+    """Numbers, None as NaN."""
+    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -129,7 +136,8 @@ class ScenarioArrays:
                     if value not in index and not (value is None and name == "spec_draft_model"):
                         raise _unknown(kind, value, index)
                 codes[name] = np.array([-1 if v is None else index[v] for v in values[name]], dtype=np.intp)
-            values.update({n: np.asarray(values[n]) for n in FIELDS if n not in _TEXT})
+            # an optional number left empty is NaN, as a frame's null reads (an array of None and floats is of objects)
+            values.update({n: np.asarray(values[n]) if n not in _OPTIONAL else _floats(values[n]) for n in _NUMBERS})
         return cls(
             size=len(codes["gpu"]),
             values=values,
@@ -146,12 +154,7 @@ class ScenarioArrays:
 
 def _weight_bytes(format_bytes: Array, weight_bits: Any) -> Array:
     """Bytes per weight: the file's own bits per weight / 8 where a scenario gives them, else its format's."""
-    bits = (
-        np.array([np.nan if b is None else b for b in weight_bits], dtype=np.float64)
-        if not isinstance(weight_bits, np.ndarray)
-        else weight_bits
-    )
-    bits = bits.astype(np.float64, copy=False)
+    bits = weight_bits.astype(np.float64, copy=False)
     return np.where(np.isfinite(bits), bits / 8.0, format_bytes)  # type: ignore[no-any-return]
 
 
@@ -191,7 +194,8 @@ def scenario_steps(cat: Catalogue, s: ScenarioArrays) -> ScenarioSteps:
     q = np.where(speculative, s.number("spec_draft_len") + 1.0, 1.0)
     decode = Steps(s.model, n, wb, kvb, act, batch, q, context, no, flash)
     prefill = Steps(s.model, n, wb, kvb, act, ones, s.number("prompt"), s.number("depth"), ~no, flash)
-    draft = Steps(s.draft, n, wb, kvb, act, batch, ones, context, no, flash).take(np.flatnonzero(speculative))
+    drafted = np.flatnonzero(speculative) if speculative.any() else slice(0)  # (a slice: no copies of nothing)
+    draft = Steps(s.draft, n, wb, kvb, act, batch, ones, context, no, flash).take(drafted)
     bandwidth = hw.bandwidth_bytes_per_s[s.gpu] * s.number("eff_bandwidth")
     return ScenarioSteps(decode, prefill, draft, speculative, bandwidth, peak * s.number("eff_compute"), used)
 
@@ -209,13 +213,21 @@ class StepTotals:
     def intensity(self) -> Array:
         return self.sums.flops / self.sums.bytes
 
-    def take(self, rows: Index) -> StepTotals:
+    def take(self, rows: Index | slice) -> StepTotals:
         """The totals of the given steps."""
-        sums = StepSums(**{f.name: getattr(self.sums, f.name)[rows] for f in fields(StepSums)})
+        sums = StepSums(**{f.name: getattr(self.sums, f.name)[rows] for f in _STEP_SUMS})
         return StepTotals(sums, self.comm_time_s[rows], self.step_time_s[rows], self.bound[rows])
 
 
+_STEP_SUMS = fields(StepSums)
+
 BOUNDS = ("memory", "compute", "communication")
+
+
+def _nan_to_zero(values: Array) -> Array:
+    """np.nan_to_num(values, nan=0.0) (infinities to the largest floats too), without its fixed cost of a few µs."""
+    big = np.finfo(np.float64).max
+    return np.where(np.isnan(values), 0.0, np.minimum(np.maximum(values, -big), big))  # type: ignore[no-any-return]
 
 
 def comm_seconds(cat: Catalogue, steps: Steps, gpu: Index, reps: Array | None = None) -> Array:
@@ -229,10 +241,10 @@ def comm_seconds(cat: Catalogue, steps: Steps, gpu: Index, reps: Array | None = 
     calls = 2.0 * shape["num_layers"][steps.model]
     with np.errstate(invalid="ignore", divide="ignore"):
         ring = np.where(n > 1, calls * 2.0 * (n - 1.0) / n * message / one_way, 0.0)
-    latency = np.where(n > 1, calls * np.nan_to_num(cat.hardware.allreduce_latency_s[gpu], nan=0.0), 0.0)
+    latency = np.where(n > 1, calls * _nan_to_zero(cat.hardware.allreduce_latency_s[gpu]), 0.0)
     if reps is not None:
         ring = ring / reps
-    return np.nan_to_num(ring, nan=0.0) + latency  # type: ignore[no-any-return]  # no link or latency figure: not costed (flagged)
+    return _nan_to_zero(ring) + latency  # no link or latency figure: not costed (flagged)
 
 
 def step_totals(cat: Catalogue, steps: Steps, gpu: Index, bandwidth: Array, peak: Array, overhead_s: Array) -> StepTotals:
@@ -344,7 +356,7 @@ def ceiling(cat: Catalogue, scenario: Scenario, *, predictor: pm.Predictor | Non
     s = ScenarioArrays.of(cat, [scenario])
     out = _columns(cat, s, predictor if predictor is not None else cat.predictor)
     resolved = scenario if scenario.compute is not None else scenario.model_copy(update={"compute": s.values["compute"][0]})
-    return Ceiling(scenario=resolved, scenario_id=0, **{n: _first(out[n], RESULT_SCHEMA[n]) for n in FIGURES})
+    return Ceiling(scenario=resolved, scenario_id=0, **_first_row(out))
 
 
 def ceilings_by_batch(cat: Catalogue, scenario: Scenario, batches: Sequence[int]) -> dict[int, Ceiling]:
@@ -410,6 +422,24 @@ def _first(values: Any, dtype: Any) -> Any:
     return int(value) if dtype == pl.Int64 and value is not None else value
 
 
+_INTEGER_FIGURES = frozenset(n for n in FIGURES if RESULT_SCHEMA[n] == pl.Int64)
+
+
+def _first_row(out: dict[str, Any]) -> dict[str, Any]:
+    """Every figure's first value, as `_first` reads it, the float figures read from one array (a call each is most of
+    what sixty `_first` calls cost)."""
+    floats = [n for n in FIGURES if isinstance(out[n], np.ndarray) and out[n].dtype == np.float64]
+    values = dict(zip(floats, np.concatenate([out[n][:1] for n in floats]).tolist(), strict=True))
+    row = {}
+    for name in FIGURES:
+        if name in values:
+            v = values[name]
+            row[name] = None if v != v else int(v) if name in _INTEGER_FIGURES else v
+        else:
+            row[name] = _first(out[name], RESULT_SCHEMA[name])
+    return row
+
+
 def _columns(cat: Catalogue, s: ScenarioArrays, predictor: pm.Predictor | None = None) -> dict[str, Any]:
     """Every column of RESULT_SCHEMA for the scenarios, as arrays (NaN where there is no value)."""
     hw = cat.hardware
@@ -425,7 +455,7 @@ def _columns(cat: Catalogue, s: ScenarioArrays, predictor: pm.Predictor | None =
     totals = step_totals(
         cat, Steps.concat(st.decode, st.prefill.take(first), st.draft), s.gpu[rows], st.bandwidth[rows], st.peak[rows], overhead[rows]
     )
-    decode = totals.take(np.arange(s.size))
+    decode = totals.take(slice(0, s.size))
     prefill = totals.take(s.size + of)
     draft_time = np.full(s.size, np.nan)
     draft_time[drafted] = totals.step_time_s[s.size + len(first) :]
@@ -435,7 +465,7 @@ def _columns(cat: Catalogue, s: ScenarioArrays, predictor: pm.Predictor | None =
     tokens_per_step = np.ones(s.size)
     spec = st.speculative
     tokens_per_step[spec] = (1.0 - a[spec] ** (k[spec] + 1.0)) / (1.0 - a[spec])  # a < 1 (Scenario)
-    cycle = decode.step_time_s + np.where(st.speculative, k * np.nan_to_num(draft_time), 0.0)
+    cycle = decode.step_time_s + np.where(st.speculative, k * _nan_to_zero(draft_time), 0.0)
     costed = ~np.isnan(st.peak)
     served = memory["fits"] & costed
     per_user = np.where(served, tokens_per_step / cycle, np.nan)
@@ -705,9 +735,8 @@ def _flags(cat: Catalogue, s: ScenarioArrays, st: ScenarioSteps, fits: npt.NDArr
     # one code per distinct combination of causes; a group too wide also carries its accelerator, so the domain can be named
     code = (((s.compute * n_used + st.compute_used + 1) * 2 + no_link) * 2 + ~fits) * 2 + ignored
     code = ((code * 2 + no_latency) * 2 + too_wide) * len(hw.ids) + np.where(too_wide, s.gpu, 0)
-    present = np.flatnonzero(np.bincount(code, minlength=1))
-    position = np.zeros(int(code.max()) + 1, dtype=np.intp)
-    position[present] = np.arange(len(present))
+    # the codes run into the millions: count them by value, not by a table as long as the largest
+    present, position = np.unique(code, return_inverse=True)
     lists = []
     for c in present:
         rest, g = divmod(int(c), len(hw.ids))
@@ -738,4 +767,4 @@ def _flags(cat: Catalogue, s: ScenarioArrays, st: ScenarioSteps, fits: npt.NDArr
         if why_ignored:
             flags.append("speculative decoding ignored: no draft model")
         lists.append(flags)
-    return _pick(lists, position[code], pl.List(pl.String))
+    return _pick(lists, position.reshape(-1), pl.List(pl.String))

@@ -32,6 +32,8 @@ bytes by how far tensor parallelism can shard the cache (`kv_shard`).
 
 from __future__ import annotations
 
+import functools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -44,6 +46,17 @@ from core.catalogue.operations import KINDS, OpMatrix
 
 Array = npt.NDArray[np.float64]
 Index = npt.NDArray[np.intp]
+
+
+def _fields(cls: type) -> tuple[Any, ...]:
+    """dataclasses.fields of a class, read once (it walks the class's fields on every call)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        found = _FIELDS[cls] = fields(cls)
+    return found
+
+
+_FIELDS: dict[type, tuple[Any, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -75,15 +88,15 @@ class Steps:
     @classmethod
     def concat(cls, *parts: Steps) -> Steps:
         """The steps of `parts`, one after another."""
-        return cls(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(cls)})
+        return cls(**{f.name: np.concatenate([getattr(p, f.name) for p in parts]) for f in _fields(cls)})
 
-    def take(self, rows: Index | npt.NDArray[np.bool_]) -> Steps:
+    def take(self, rows: Index | npt.NDArray[np.bool_] | slice) -> Steps:
         """The steps at `rows` (indices or a mask)."""
-        return Steps(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+        return Steps(**{f.name: getattr(self, f.name)[rows] for f in _fields(Steps)})
 
     def distinct(self) -> tuple[Steps, Index]:
         """(the distinct steps, for each step the index of its distinct one), first occurrences first."""
-        first, inverse = distinct_rows({f.name: getattr(self, f.name) for f in fields(self)})
+        first, inverse = distinct_rows({f.name: getattr(self, f.name) for f in _fields(Steps)})
         return self.take(first), inverse
 
 
@@ -96,16 +109,19 @@ def distinct_rows(columns: dict[str, npt.NDArray[Any]]) -> tuple[Index, Index]:
     size = len(next(iter(columns.values())))
     if size <= 1:
         return np.zeros(size, dtype=np.intp), np.zeros(size, dtype=np.intp)
+    if size <= _SMALL:  # a dict of tuples beats building a frame (or finding the varying columns) for a handful of rows
+        seen: dict[tuple[Any, ...], int] = {}
+        first_small: list[int] = []
+        inverse_small = np.empty(size, dtype=np.intp)
+        for row, key in enumerate(zip(*(a.tolist() for a in columns.values()), strict=True)):
+            group = seen.setdefault(key, len(seen))
+            if group == len(first_small):
+                first_small.append(row)
+            inverse_small[row] = group
+        return np.array(first_small, dtype=np.intp), inverse_small
     varying = {n: a for n, a in columns.items() if (a != a[0]).any()}  # a constant column splits no group
     if not varying:
         return np.zeros(1, dtype=np.intp), np.zeros(size, dtype=np.intp)
-    if size <= _SMALL:  # a dict of tuples beats building a frame for a handful of rows
-        seen: dict[tuple[Any, ...], int] = {}
-        keys = zip(*(a.tolist() for a in varying.values()), strict=True)
-        inverse_small = np.fromiter((seen.setdefault(k, len(seen)) for k in keys), dtype=np.intp, count=size)
-        first_small = np.full(len(seen), size, dtype=np.intp)
-        np.minimum.at(first_small, inverse_small, np.arange(size))
-        return first_small, inverse_small
     groups = pl.DataFrame(varying).with_row_index("_row").group_by(list(varying), maintain_order=True).agg(pl.col("_row"))
     inverse = np.empty(size, dtype=np.intp)
     rows = groups["_row"]
@@ -146,33 +162,94 @@ def operation_work(ops: OpMatrix, steps: Steps) -> Work:
     shape = (len(steps), ops.kind.shape[1])
     work = {name: np.zeros(shape) for name in ("flops", "weight_bytes", "act_bytes", "kv_read_bytes", "kv_write_bytes")}
     work["kv_shard"] = np.ones(shape)
-    for code, name in enumerate(KINDS):
-        if ops.kind.shape[0] == 1:  # one model for every step: its operations of a kind are columns
-            at: Any = (slice(None), np.flatnonzero(ops.kind[0] == code))
-            if not at[1].size:
-                continue
-            op, step = _Cells(ops, at), _Cells(steps, (slice(None), None))
-        else:
+    if ops.kind.shape[0] == 1:  # one model for every step: its operations of a kind are columns, the steps' values a column
+        step = _Cells(steps, (slice(None), None))
+        for name, columns, op in _kind_columns(ops):
+            for figure, value in _FORMULAS[name](op, step).items():
+                work[figure][:, columns] = value
+    else:
+        for code, name in enumerate(KINDS):
             at = np.nonzero(ops.kind == code)
-            if not at[0].size:
-                continue
-            op, step = _Cells(ops, at), _Cells(steps, at[0])
-        for figure, value in _FORMULAS[name](op, step).items():
-            work[figure][at] = value
-    layers = np.broadcast_to(ops.layers, shape)
+            if at[0].size:
+                for figure, value in _FORMULAS[name](_Cells(ops, at), _Cells(steps, at[0])).items():
+                    work[figure][at] = value
     kv_shard = work.pop("kv_shard")
-    return Work(**{name: value * layers for name, value in work.items()}, kv_shard=kv_shard)
+    return Work(**{name: value * ops.layers for name, value in work.items()}, kv_shard=kv_shard)
 
 
 class _Cells:
-    """Some cells of an OpMatrix (the operations of one kind) or the matching entries of a Steps."""
+    """Some cells of an OpMatrix (the operations of one kind) or the matching entries of a Steps, as float64.
+
+    A column is read on first use and kept as a plain attribute: the formulas read the steps' batch and q many times.
+    """
 
     def __init__(self, table: OpMatrix | Steps, at: Any) -> None:
         self._table, self._at = table, at
 
     def __getattr__(self, name: str) -> Array:
+        if name.startswith("_"):
+            raise AttributeError(name)
         values: Array = getattr(self._table, name)[self._at].astype(np.float64, copy=False)
+        setattr(self, name, values)
         return values
+
+    @classmethod
+    def of(cls, table: OpMatrix | Steps, at: Any) -> _Cells:
+        """Every column read at once (cells kept for many evaluations)."""
+        cells = cls(table, at)
+        for f in _fields(type(table)):
+            getattr(cells, f.name)
+        del cells._table, cells._at  # kept cells must not keep their table alive (`_prepared` forgets it with its table)
+        return cells
+
+
+def _kind_columns(ops: OpMatrix) -> list[tuple[str, Index, _Cells]]:
+    """A one-row table's operations by kind: (kind, its columns, their cells), the kinds present only.
+
+    Kept per table (`_prepared`): the catalogue's model tables (`model_table`) are built once, so each model's kinds
+    are gathered once rather than on every evaluation.
+    """
+    prepared = _prepared(ops)
+    found: list[tuple[str, Index, _Cells]] | None = prepared.get("kinds")
+    if found is None:
+        found = []
+        for code, name in enumerate(KINDS):
+            columns = np.flatnonzero(ops.kind[0] == code)
+            if columns.size:
+                found.append((name, columns, _Cells.of(ops, (slice(None), columns))))
+        prepared["kinds"] = found
+    return found
+
+
+#: What is derived once from an OpMatrix, by the matrix's id, with a weak reference that removes it with the matrix
+#: (a new catalogue builds new matrices, so nothing derived from an old one is read again).
+_PREPARED: dict[int, tuple[weakref.ref[OpMatrix], dict[Any, Any]]] = {}
+
+
+def _prepared(ops: OpMatrix) -> dict[Any, Any]:
+    """The figures derived once from `ops` (the dict is filled by whoever derives them)."""
+    key = id(ops)
+    entry = _PREPARED.get(key)
+    if entry is None or entry[0]() is not ops:
+        entry = (weakref.ref(ops, functools.partial(_forget, key)), {})
+        _PREPARED[key] = entry
+    return entry[1]
+
+
+def _forget(key: int, ref: weakref.ref[OpMatrix], prepared: dict[int, Any] = _PREPARED) -> None:
+    """Drop what was derived from a matrix that is gone (and not a newer matrix's entry under a reused id)."""
+    entry = prepared.get(key)
+    if entry is not None and entry[0] is ref:
+        del prepared[key]
+
+
+def model_table(ops: OpMatrix, model: int) -> OpMatrix:
+    """`ops.row(model)`, built once per matrix and model (so what is derived from it is kept too)."""
+    tables: dict[int, OpMatrix] = _prepared(ops).setdefault("rows", {})
+    table = tables.get(model)
+    if table is None:
+        table = tables[model] = ops.row(model)
+    return table
 
 
 def _embedding(op: _Cells, st: _Cells) -> dict[str, Array]:
@@ -329,8 +406,9 @@ class SortedWork:
         """(memory-bound time, compute-bound time) of each step's operations of each class, one repetition, at one GPU's
         byte/s and FLOP/s per step (vectors) or per step and class (steps x classes: achieved rates differ by class)."""
         n, c = len(self.of), self.classes
-        bw = np.broadcast_to(bandwidth.reshape(n, -1), (n, c))
-        pk = np.broadcast_to(peak.reshape(n, -1), (n, c))
+        bw, pk = bandwidth.reshape(n, -1), peak.reshape(n, -1)
+        if bw.shape[1] != c or pk.shape[1] != c:  # one rate for every class (broadcast_to has a fixed cost of a few µs)
+            bw, pk = np.broadcast_to(bw, (n, c)), np.broadcast_to(pk, (n, c))
         memory, compute = np.zeros((n, c)), np.zeros((n, c))
         with np.errstate(invalid="ignore", divide="ignore"):
             ridge = np.where(np.isnan(pk), np.inf, pk / bw)
@@ -347,25 +425,36 @@ def sort_work(ops: OpMatrix, steps: Steps, *, reps: Array | None = None, class_o
     """The work of `steps` sorted for timing (SortedWork); `reps`: repetitions per step (default 1); `class_of_kind`: the
     class of each operation kind (an index per KINDS code) when operations of different classes run at different rates."""
     count = len(steps)
+    repeated = reps is not None
     reps = np.ones(count) if reps is None else np.asarray(reps, dtype=np.float64)
-    cls_of = np.zeros(len(KINDS), dtype=np.intp) if class_of_kind is None else class_of_kind
-    classes = int(cls_of.max()) + 1
-    first, work_of = distinct_rows({**{f.name: getattr(steps, f.name) for f in fields(steps)}, "reps": reps})
+    cls_of = _ONE_CLASS if class_of_kind is None else class_of_kind
+    first, work_of = distinct_rows({**{f.name: getattr(steps, f.name) for f in _fields(Steps)}, "reps": reps})
     work_steps, work_reps = steps.take(first), reps[first]
     distinct = len(work_steps)
-    models = np.unique(work_steps.model)
-    real = ops.kind[models] >= 0
-    op_class = np.where(real, cls_of[np.maximum(ops.kind[models], 0)], -1)
-    widths = [max(int((op_class == k).sum(axis=1).max()), 1) for k in range(classes)]
+    models = [int(work_steps.model[0])] if (work_steps.model == work_steps.model[0]).all() else np.unique(work_steps.model).tolist()
+    tables = [model_table(ops, m) for m in models]
+    layouts = [_class_layout(t, cls_of) for t in tables]
+    if len(models) == 1 and all(n for n in layouts[0].sizes):
+        # one model, every class present: its sorted arrays are the whole answer (the padding below would change nothing)
+        parts, sums = _sorted_work(tables[0], work_steps, work_reps, layouts[0], repeated)
+        return SortedWork(
+            of=work_of,
+            intensity=[p[0] for p in parts],
+            bytes_before=[p[1] for p in parts],
+            flops_from=[p[2] for p in parts],
+            sums={name: sums[name][work_of] for name in _TOTALS},
+            kernels=np.full(count, layouts[0].kernels),
+            reps=reps,
+        )
+    widths = [max(max(layout.sizes[k] for layout in layouts), 1) for k in range(len(layouts[0].sizes))]
     by_intensity = [np.full((distinct, w), np.inf) for w in widths]
     bytes_before = [np.zeros((distinct, w + 1)) for w in widths]
     flops_from = [np.zeros((distinct, w + 1)) for w in widths]
     totals = {name: np.empty(distinct) for name in _TOTALS}
     kernels = np.empty(distinct)
-    for model in models:
+    for model, table, layout in zip(models, tables, layouts, strict=True):
         works = np.flatnonzero(work_steps.model == model)
-        table = ops.row(int(model))
-        parts, sums = _sorted_work(table, work_steps.take(works), work_reps[works], cls_of[table.kind[0]], classes)
+        parts, sums = _sorted_work(table, work_steps.take(works), work_reps[works], layout, repeated)
         for k, (intensity, before, after) in enumerate(parts):
             n = intensity.shape[1]
             by_intensity[k][works, :n] = intensity
@@ -374,7 +463,7 @@ def sort_work(ops: OpMatrix, steps: Steps, *, reps: Array | None = None, class_o
             flops_from[k][works, : n + 1] = after
         for name in _TOTALS:
             totals[name][works] = sums[name]
-        kernels[works] = float(table.layers.sum())
+        kernels[works] = layout.kernels
     return SortedWork(
         of=work_of,
         intensity=by_intensity,
@@ -386,32 +475,69 @@ def sort_work(ops: OpMatrix, steps: Steps, *, reps: Array | None = None, class_o
     )
 
 
+_ONE_CLASS = np.zeros(len(KINDS), dtype=np.intp)
+
+
+@dataclass(frozen=True)
+class _ClassLayout:
+    """A model's operations by class: each class's columns (None: all of them) and count; which are the embedding's
+    gathers; the kernels (the rows' layers summed)."""
+
+    columns: list[Index | None]
+    sizes: list[int]
+    gathered: npt.NDArray[np.bool_]
+    kernels: float
+
+
+def _class_layout(table: OpMatrix, class_of_kind: Index) -> _ClassLayout:
+    """The _ClassLayout of a one-row table (`model_table`) for a class per kind, derived once per table and classes."""
+    key = ("classes", class_of_kind.tobytes())
+    prepared = _prepared(table)
+    layout: _ClassLayout | None = prepared.get(key)
+    if layout is None:
+        op_class = class_of_kind[table.kind[0]]
+        width = op_class.size
+        columns: list[Index | None] = []
+        sizes = []
+        for k in range(int(class_of_kind.max()) + 1):
+            mine = np.flatnonzero(op_class == k)
+            columns.append(None if mine.size == width else mine)
+            sizes.append(int(mine.size))
+        layout = prepared[key] = _ClassLayout(columns, sizes, table.kind[0] == _EMBED, float(table.layers.sum()))
+    return layout
+
+
 def _sorted_work(
-    ops: OpMatrix, steps: Steps, reps: Array, op_class: Index, classes: int
+    ops: OpMatrix, steps: Steps, reps: Array, layout: _ClassLayout, repeated: bool
 ) -> tuple[list[tuple[Array, Array, Array]], dict[str, Array]]:
     """One model's operations in `steps`: per class, the per-GPU intensities of one repetition of its operations sorted,
-    with the bytes of the first k and the FLOPs of the rest for k = 0 .. its operations; and the steps' sums."""
+    with the bytes of the first k and the FLOPs of the rest for k = 0 .. its operations; and the steps' sums.
+    `repeated`: some step runs in more than one repetition (else dividing by them, by 1, is skipped: it changes nothing)."""
     work = operation_work(ops, steps)
-    r = reps[:, None]
     n = steps.num_gpus[:, None]
-    flops = work.flops / n / r
-    # the weights are read again by every repetition, except the embedding's rows, which are gathered per token
-    gathered = ops.kind[0] == _EMBED
-    weights = np.where(gathered, work.weight_bytes / r, work.weight_bytes)
-    nbytes = weights / n + (work.act_bytes / n + (work.kv_read_bytes + work.kv_write_bytes) / work.kv_shard) / r
+    flops = work.flops / n
+    kv = (work.kv_read_bytes + work.kv_write_bytes) / work.kv_shard
+    if repeated:
+        r = reps[:, None]
+        flops = flops / r
+        # the weights are read again by every repetition, except the embedding's rows, which are gathered per token
+        weights = np.where(layout.gathered, work.weight_bytes / r, work.weight_bytes)
+        nbytes = weights / n + (work.act_bytes / n + kv) / r
+    else:
+        nbytes = work.weight_bytes / n + (work.act_bytes / n + kv)
     with np.errstate(divide="ignore", invalid="ignore"):
         intensity = np.where(nbytes > 0, flops / nbytes, np.where(flops > 0, np.inf, 0.0))
     zero = np.zeros((len(steps), 1))
+    rows = np.arange(len(steps))[:, None]
     parts = []
-    for k in range(classes):
-        mine = np.flatnonzero(op_class == k)
-        ci, b, f = intensity[:, mine], nbytes[:, mine], flops[:, mine]
-        order = np.argsort(ci, axis=1, kind="stable")
+    for columns in layout.columns:
+        ci, b, f = (intensity, nbytes, flops) if columns is None else (intensity[:, columns], nbytes[:, columns], flops[:, columns])
+        order = rows, np.argsort(ci, axis=1, kind="stable")
         parts.append(
             (
-                np.take_along_axis(ci, order, axis=1),
-                np.hstack([zero, np.cumsum(np.take_along_axis(b, order, axis=1), axis=1)]),
-                np.hstack([np.cumsum(np.take_along_axis(f, order, axis=1)[:, ::-1], axis=1)[:, ::-1], zero]),
+                ci[order],
+                np.concatenate((zero, np.cumsum(b[order], axis=1)), axis=1),
+                np.concatenate((np.cumsum(f[order][:, ::-1], axis=1)[:, ::-1], zero), axis=1),
             )
         )
     sums = {

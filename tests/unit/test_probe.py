@@ -254,8 +254,8 @@ def test_probe_says_what_it_cannot_measure_without_pytorch(capsys, monkeypatch):
 
 def test_readme_shows_the_two_command_demo():
     readme = (ROOT / "README.md").read_text()
-    assert "python -m core.probe --device cpu --out probe.json" in readme
-    assert "python -m core.cli import-probe probe.json" in readme
+    assert "python -m core.probe --device cpu --out out/probe.json" in readme
+    assert "python -m core.cli import-probe out/probe.json" in readme
 
 
 def test_a_kernel_the_device_refuses_is_recorded_not_fatal():
