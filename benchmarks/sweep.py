@@ -148,7 +148,7 @@ def loop_scenario(
 
     Sweep scenarios have no speculative decoding, default efficiencies and
     no price of their own, as scenario_grid makes them: their cost uses
-    `rent`, the median published on-demand price per GPU-hour (None: none).
+    `rent`, the catalogue's rent price per GPU-hour (core.catalogue.prices; None: none).
     """
     n, batch, context = s["num_gpus"], s["batch"], s["context"]
     decode = loop_step(s, ops, gpu, model, batch, 1, context, False)
@@ -266,10 +266,9 @@ def main() -> None:
         gpus = {g["id"]: g for g in cat.gpus.to_dicts()}
         rows = grid[sample_idx].to_dicts()
         params = dict(zip(cat.models["id"], cat.models["total_params"], strict=True))
-        rents: dict[str, list[float]] = {}
-        for p in cat.prices.filter(pl.col("kind") == "rent").to_dicts():
-            rents.setdefault(p["gpu"], []).append(p["usd"])
-        rent = {g: statistics.median(v) for g, v in rents.items()}
+        # each accelerator's rent as the catalogue prices it (core.catalogue.prices: one vote per seller, on-demand rates):
+        # an input of the loop, not part of the computation it checks
+        rent = {g: cat.price(g, "rent").usd for g in cat.gpus["id"].to_list()}
         loop_times = []
         loop_out: list[dict[str, Any]] = []
         for _ in range(args.repeat):
