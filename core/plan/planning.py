@@ -376,18 +376,26 @@ def would_fit(cat: Catalogue, scenario: Scenario, result: Ceiling | None = None)
     if r.fits:
         return None
     max_batch = int(r.max_batch) if r.max_batch is not None and r.max_batch >= 1 else None
-    counts = evaluate(cat, [scenario.at(num_gpus=n) for n in range(1, MAX_GPUS + 1)], columns=["num_gpus", "fits"])
-    fitting = counts.filter(pl.col("fits"))
-    min_gpus = int(fitting["num_gpus"].min()) if fitting.height else None  # type: ignore[arg-type]
     lo, hi = 0, scenario.context  # fits(lo) unknown yet; fits(hi) is False
-    if not evaluate(cat, [scenario.at(context=0)], columns=["fits"])["fits"][0]:
-        return WouldFit(scenario, max_batch, min_gpus, None)
-    while hi - lo > 1:  # invariant: lo fits, hi does not
+
+    def tries_between(lo: int, hi: int) -> list[int]:
         step = max(1, (hi - lo) // 64)
-        tries = list(range(lo + step, hi, step))
-        fits = evaluate(cat, [scenario.at(context=c) for c in tries], columns=["fits"])["fits"].to_list()
+        return list(range(lo + step, hi, step))
+
+    # one evaluation: every GPU count, the context 0 and the search's first contexts (the rest only where it narrows)
+    tries = tries_between(lo, hi)
+    rows = [scenario.at(num_gpus=n) for n in range(1, MAX_GPUS + 1)] + [scenario.at(context=c) for c in (0, *tries)]
+    fits = evaluate(cat, rows, columns=["fits"])["fits"].to_list()
+    gpu_fits, zero_fits, fits = fits[:MAX_GPUS], fits[MAX_GPUS], fits[MAX_GPUS + 1 :]
+    min_gpus = next((n for n, f in enumerate(gpu_fits, 1) if f), None)
+    if not zero_fits:
+        return WouldFit(scenario, max_batch, min_gpus, None)
+    while True:  # invariant: lo fits, hi does not
         below = [c for c, f in zip(tries, fits, strict=True) if f]
         above = [c for c, f in zip(tries, fits, strict=True) if not f]
         lo = max(below, default=lo)
         hi = min([c for c in above if c > lo], default=hi)
-    return WouldFit(scenario, max_batch, min_gpus, lo)
+        if hi - lo <= 1:
+            return WouldFit(scenario, max_batch, min_gpus, lo)
+        tries = tries_between(lo, hi)
+        fits = evaluate(cat, [scenario.at(context=c) for c in tries], columns=["fits"])["fits"].to_list()
