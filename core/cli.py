@@ -750,16 +750,15 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_measured(args: argparse.Namespace) -> dict[str, Any]:
     """`measured DATASET`: core.evidence.compare.summary of the dataset against the ceiling and the predicted model
     (compared once; refitted once with --refit, each row predicted before and after)."""
-    from core.evidence.compare import compare, summary
-    from core.evidence.importers import dataset_rows, list_datasets
-    from core.evidence.refit import MIN_FIT_POINTS, MIN_FIT_R2, expected, framework_of, refit
+    from core.evidence.compare import summary
+    from core.evidence.importers import list_datasets
+    from core.evidence.refit import MIN_FIT_POINTS, MIN_FIT_R2, refit
     from core.store.store import get_store
 
     store = get_store(args.db)
     info = _dataset(list_datasets(store), args.dataset)
     cat = _catalogue(args)
-    framework = args.framework or framework_of(info["format"], "vLLM")
-    cmp = expected(cat, compare(cat, dataset_rows(store, int(info["id"])), flag_text=False), framework)
+    framework, cmp = _compared(cat, store, info, args.framework)
     out: dict[str, Any] = {"dataset": {k: info[k] for k in ("id", "name", "format", "file_name")}, "framework": framework, **summary(cmp)}
     if args.refit:
         fit = refit(cat, cmp, framework)
@@ -780,12 +779,20 @@ def _dataset(datasets: pl.DataFrame, given: Any) -> dict[str, Any]:
     return hit.row(0, named=True)
 
 
+def _compared(cat: Catalogue, store: Any, info: dict[str, Any], framework: str | None) -> tuple[str, pl.DataFrame]:
+    """A stored dataset against its ceilings and what its framework (`framework`, else its format's) is expected to reach."""
+    from core.evidence.compare import compare
+    from core.evidence.importers import dataset_rows
+    from core.evidence.refit import expected, framework_of
+
+    used = framework or framework_of(info["format"], "vLLM")
+    return used, expected(cat, compare(cat, dataset_rows(store, int(info["id"])), flag_text=False), used)
+
+
 def cmd_compare_runs(args: argparse.Namespace) -> dict[str, Any]:
     """`compare-runs A B ...`: core.evidence.runs.compare_runs of stored datasets, each against its ceiling and what its
     framework is expected to reach; the first is the baseline."""
-    from core.evidence.compare import compare
-    from core.evidence.importers import dataset_rows, list_datasets
-    from core.evidence.refit import expected, framework_of
+    from core.evidence.importers import list_datasets
     from core.evidence.runs import RunsError, compare_runs, runs_json
     from core.store.store import get_store
 
@@ -795,9 +802,7 @@ def cmd_compare_runs(args: argparse.Namespace) -> dict[str, Any]:
     cat = _catalogue(args)
     runs = []
     for info in infos:
-        framework = args.framework or framework_of(info["format"], "vLLM")
-        cmp = expected(cat, compare(cat, dataset_rows(store, int(info["id"])), flag_text=False), framework)
-        runs.append((f"{info['name']} (#{info['id']})", cmp))
+        runs.append((f"{info['name']} (#{info['id']})", _compared(cat, store, info, args.framework)[1]))
     try:
         result = compare_runs(runs)
     except RunsError as exc:

@@ -73,9 +73,8 @@ def compare_runs(runs: Sequence[tuple[str, pl.DataFrame]]) -> RunsComparison:
     if len(runs) < 2:
         raise RunsError(f"a comparison needs at least two runs; {len(runs)} given")
     labels = [label for label, _ in runs]
-    if len(set(labels)) != len(labels):
-        seen: set[str] = set()
-        dup = next(x for x in labels if x in seen or seen.add(x))  # type: ignore[func-returns-value]
+    dup = next((x for x in labels if labels.count(x) > 1), None)
+    if dup is not None:
         raise RunsError(f"two runs are both called {dup!r}: give each run its own name")
     empty = [label for label, rows in runs if rows.is_empty()]
     if empty:
