@@ -77,6 +77,8 @@ class Hardware:
     scaleup_domain: Array
     #: seconds of one small all-reduce over the scale-up domain, as published (NaN: none published)
     allreduce_latency_s: Array
+    #: network bytes/s per device, per direction, to devices outside its scale-up domain (NaN: no source prints it)
+    scaleout_bytes_per_s: Array
     #: the published on-demand $ per GPU-hour a scenario without its own price uses (median; NaN: none published)
     rent_usd_per_hour: Array
     #: dense peak FLOP/s, column p = PEAK_PRECISIONS[p]
@@ -234,6 +236,7 @@ class Catalogue:
             power_w=column("power_w"),
             scaleup_domain=column("scaleup_domain"),
             allreduce_latency_s=column("allreduce_latency_s"),
+            scaleout_bytes_per_s=column("scaleout_bytes_per_s"),
             rent_usd_per_hour=np.array([rent_of.get(i) or np.nan for i in g["id"].to_list()], dtype=np.float64),
             peaks=peaks,
             compute_used=used,

@@ -181,6 +181,19 @@ class Accelerator(BaseModel):
             "allreduce_latency_us",
         ),
     ] = None
+    scaleout_bytes_per_s: Annotated[
+        float | None,
+        Field(gt=0, le=1e12),
+        Column(
+            "Scale-out link",
+            "network bandwidth per device to devices outside its scale-up domain (InfiniBand / RoCE / Ethernet NICs per device "
+            "in the vendor's reference system), decimal GB/s per direction (400 Gb/s = 50 GB/s); say the system in notes; "
+            "empty where no source prints it",
+            "GB/s",
+            1e9,
+            "scaleout_gb_s",
+        ),
+    ] = None
     list_price_usd: Annotated[
         float | None, Field(gt=0), Column("List price", "published list price where one exists, else empty", "USD", 1.0, "list_price_usd")
     ] = None

@@ -138,6 +138,36 @@ def test_datasheet_anchors_are_dense_and_decimal(cat, gpu, field, expected, sour
     assert getattr(cat.gpu(gpu), field) == pytest.approx(expected, rel=1e-3), source
 
 
+@pytest.mark.parametrize(
+    ("gpu", "expected", "source"),
+    [
+        ("h100-sxm", 400e9 / 8, "NVIDIA HGX AI Factory RA: 400 Gb/s per GPU (DGX H100: 8x ConnectX-7 400 Gb/s, one per GPU)"),
+        ("b300", 800e9 / 8, "NVIDIA HGX AI Factory RA for HGX B300: 800 Gb/s per GPU (ConnectX-8)"),
+        ("gaudi3", 3 * 200e9 / 8, "Intel Gaudi network configuration: 3 scale-out ports x 200 Gbps = 75 GB/s each direction"),
+        ("trainium2", 3200e9 / 16 / 8, "AWS Trn2 architecture: EFA 3,200 Gbps per trn2.48xlarge of 16 chips"),
+    ],
+)
+def test_scaleout_anchors_are_per_device_per_direction_in_bytes(cat, gpu, expected, source):
+    """The scale-out figure is the NIC line rate per device in bytes per second (bits / 8), one direction."""
+    assert cat.gpu(gpu).scaleout_bytes_per_s == pytest.approx(expected, rel=1e-9), source
+
+
+def test_scaleout_reaches_the_hardware_arrays_nan_where_no_source_prints_it(cat):
+    """`cat.hardware.scaleout_bytes_per_s` holds every accelerator's figure in B/s, NaN where the seed cell is empty
+    (PCIe cards, laptops: no reference system prints one)."""
+    import numpy as np
+
+    hw = cat.hardware
+    at = cat.gpu_index
+    assert hw.scaleout_bytes_per_s.shape == (len(hw.ids),)
+    assert hw.scaleout_bytes_per_s[at["gb200"]] == pytest.approx(50e9)
+    assert np.isnan(hw.scaleout_bytes_per_s[at["l40s"]])
+    assert np.isnan(hw.scaleout_bytes_per_s[at["m4-max"]])
+    filled = cat.gpus.filter(pl.col("scaleout_bytes_per_s").is_not_null())
+    assert filled.height == int(np.sum(~np.isnan(hw.scaleout_bytes_per_s)))
+    assert filled.filter(~pl.col("notes").str.contains("Scale-out", literal=True)).height == 0  # each says which system
+
+
 def test_unknown_accelerator_suggests_the_closest_ids(cat):
     """An unknown id names itself and offers the closest known ids."""
     from core.catalogue.catalogue import UnknownIdError
