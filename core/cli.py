@@ -350,6 +350,35 @@ def _frontier_options(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=cmd_frontier)
 
 
+def _deploy_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+    from core.plan.deploy import Workload
+
+    parser.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable (each gets its own plans)")
+    parser.add_argument("--prefill-gpu", help="disaggregated: put the prefill pool on this accelerator (default: the --gpu's own)")
+    add_cli_arguments(parser, only=tuple(n for n in workload_fields() if n not in ("batch", "context", "prompt", "depth")))
+    for name, info in Workload.model_fields.items():
+        parser.add_argument(
+            "--" + name.replace("_", "-"), dest=name, type=float, default=info.default, help=f"{info.description} (default {info.default})"
+        )
+    parser.add_argument(
+        "--serving", choices=("both", "aggregated", "disaggregated"), default="both", help="which plans to make (default both)"
+    )
+    parser.add_argument(
+        "--max-gpus", type=int, default=64, help="most GPUs one aggregated instance takes (expert parallel up to it; default 64)"
+    )
+    parser.add_argument(
+        "--max-pool-gpus", type=int, default=16, help="most GPUs one disaggregated prefill or decode instance takes (default 16)"
+    )
+    _cost_arguments(parser)
+    parser.set_defaults(func=cmd_deploy)
+
+
+def _deployments_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scored", action="store_true", help="only the rows set against a layout (not those left unscored, with why)")
+    parser.set_defaults(func=cmd_deployments)
+
+
 #: Every command: the line `--help` gives it, the function that adds its options, whether it takes --db and --json.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], bool]] = {
     "gpus": ("list accelerators", _gpus_options, True),
@@ -378,6 +407,17 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], bool]]
     "scorecard": ("how well the model predicts the published measurements (leave one source out)", _scorecard_options, True),
     "compare": ("accelerators for one workload: cheapest configuration, costs, load", _compare_options, True),
     "frontier": ("tokens/s per GPU and $ per million tokens against tokens/s per user", _frontier_options, True),
+    "deploy": (
+        "plans for a request rate past one tensor-parallel group: aggregated replicas and disaggregated prefill and decode "
+        "pools, with expert, pipeline and data parallel layouts, p50/p90/p99 from a simulation, priced, with energy",
+        _deploy_options,
+        True,
+    ),
+    "deployments": (
+        "the published deployments (disaggregated, wide expert parallel) against their layouts' ceilings and predictions",
+        _deployments_options,
+        True,
+    ),
 }
 
 
@@ -1057,6 +1097,70 @@ def cmd_frontier(args: argparse.Namespace) -> dict[str, Any]:
         "ownership": own.model_dump(),
         "points": curves.drop("chosen", "meets").to_dicts(),
         "unplaced": table.filter(pl.col("status") != "ok").select("gpu", "status").to_dicts() if args.num_gpus is None else [],
+    }
+
+
+def cmd_deploy(args: argparse.Namespace) -> dict[str, Any]:
+    from core.catalogue.catalogue import UnknownIdError
+    from core.model.scenario import from_cli
+    from core.plan.deploy import Workload, plan_deployments, plan_split
+
+    cat = _catalogue(args)
+    own, given = _ownership(args)
+    if own.mode != "rent":
+        raise CliError("--buy: deployment plans are priced per GPU-hour; give --price ID=USD per GPU-hour with --rent")
+    base = from_cli(args, only=tuple(n for n in workload_fields() if n not in ("batch", "context", "prompt", "depth"))).model_copy(
+        update={"gpu": args.gpu[0]}
+    )
+    numbers = {n: getattr(args, n) for n in Workload.model_fields}
+    workload = Workload.model_validate(
+        {n: (int(v) if n in ("prompt", "output") and float(v).is_integer() else v) for n, v in numbers.items()}
+    )
+    for gpu in [*args.gpu, *([args.prefill_gpu] if args.prefill_gpu else [])]:
+        if gpu not in cat.gpu_index:
+            raise UnknownIdError("accelerator", gpu, sorted(cat.gpu_index))
+    if args.max_gpus < 1 or args.max_pool_gpus < 1:
+        raise CliError("--max-gpus and --max-pool-gpus: at least 1")
+    modes = ("aggregated", "disaggregated") if args.serving == "both" else (args.serving,)
+    if args.prefill_gpu:
+        plans = [
+            p
+            for p in (
+                plan_split(cat, base, workload, args.prefill_gpu, g, max_pool_gpus=args.max_pool_gpus, prices=given, own=own)
+                for g in args.gpu
+            )
+            if p
+        ]
+        if "aggregated" in modes:
+            plans += plan_deployments(cat, base, workload, args.gpu, modes=("aggregated",), max_gpus=args.max_gpus, prices=given, own=own)
+    else:
+        plans = plan_deployments(
+            cat, base, workload, args.gpu, modes=modes, max_gpus=args.max_gpus, max_pool_gpus=args.max_pool_gpus, prices=given, own=own
+        )
+    return {
+        "workload": workload.model_dump(),
+        "model": base.model,
+        "framework": base.framework,
+        "plans": [p.record() for p in plans],
+        "unplanned": [g for g in args.gpu if not any(p.decode.gpu == g for p in plans)],
+    }
+
+
+def cmd_deployments(args: argparse.Namespace) -> dict[str, Any]:
+    import polars as pl
+
+    from core.plan.published import score_deployments
+
+    table = score_deployments(_catalogue(args))
+    scored = table.filter(pl.col("unscored").is_null())
+    above = scored.filter(pl.col("share_of_ceiling") > 1.0)
+    return {
+        "rows": (scored if args.scored else table).to_dicts(),
+        "scored": scored.height,
+        "unscored": table.height - scored.height,
+        "above_ceiling": above.select("id", "share_of_ceiling", "cause").to_dicts(),
+        "median_share_of_ceiling": scored["share_of_ceiling"].median(),
+        "median_predicted_error": scored["predicted_error"].drop_nulls().median(),
     }
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from core.catalogue.deployments import DEPLOYMENT_SCHEMA
 from core.catalogue.model_config import ConfigError, model_from_config, parse_config_text
 from core.catalogue.operations import OpMatrix, kv_elements_per_token, operations_frame, parameter_counts
 from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PRECISIONS
@@ -129,6 +130,8 @@ class Catalogue:
     unreadable: tuple[str, ...] = ()
     #: every published reference measurement (core.catalogue.reference; read-only, rebuilt with the seed)
     reference: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REFERENCE_SCHEMA))
+    #: every published deployment measurement (core.catalogue.deployments; read-only, rebuilt with the seed)
+    deployments: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=DEPLOYMENT_SCHEMA))
     #: the fitted predicted model every evaluation predicts with (a core.model.predicted.Predictor; None: ceilings only).
     #: core.evidence.predictor.with_predictor sets it: the shipped fit, or a user's refit on top of it.
     predictor: Any = None
@@ -301,6 +304,7 @@ def build_catalogue(
     profiles: pl.DataFrame | None = None,
     prices: pl.DataFrame | None = None,
     reference: pl.DataFrame | None = None,
+    deployments: pl.DataFrame | None = None,
 ) -> Catalogue:
     """A Catalogue from the store's accelerator and model frames (and measured profiles, newest first, and published prices)."""
     records: dict[str, ModelRecord] = {}
@@ -367,6 +371,9 @@ def build_catalogue(
         profiles=prof,
         prices=price_rows,
         reference=ref_rows,
+        deployments=pl.DataFrame(schema=DEPLOYMENT_SCHEMA)
+        if deployments is None
+        else deployments.select(list(DEPLOYMENT_SCHEMA)).cast(DEPLOYMENT_SCHEMA),  # type: ignore[arg-type]
         unreadable=tuple(unreadable),
     )
 
@@ -388,6 +395,7 @@ def load_catalogue(store: Source) -> Catalogue:
                 profiles=store.query("probe_profiles"),
                 prices=store.query("prices"),
                 reference=store.query("reference_measurements"),
+                deployments=store.query("deployment_measurements"),
             )
         return _CACHE[key]
 

@@ -13,6 +13,7 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.catalogue.deployments import deployment_seed_frame
 from core.catalogue.prices import price_seed_frame
 from core.catalogue.reference import reference_seed_frame
 from core.catalogue.seed import accelerator_seed_frame, model_seed_frame
@@ -80,6 +81,7 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
     models = model_seed_frame(store.seed_dir)
     prices = price_seed_frame(store.seed_dir, set(gpus["id"].to_list()))
     reference = reference_seed_frame(store.seed_dir, set(gpus["id"].to_list()), set(models["id"].to_list()))
+    deployments = deployment_seed_frame(store.seed_dir, set(gpus["id"].to_list()), set(models["id"].to_list()))
     with store.transaction() as cur:
         if not force:  # another process may have rebuilt it meanwhile
             row = cur.execute("SELECT count(*) FROM seed_state WHERE sha256 = $h", {"h": current}).fetchone()
@@ -97,6 +99,9 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
         cur.execute("DELETE FROM reference_measurements")
         cur.register("seed_reference", reference)
         cur.execute("INSERT INTO reference_measurements BY NAME SELECT * FROM seed_reference")
+        cur.execute("DELETE FROM deployment_measurements")
+        cur.register("seed_deployments", deployments)
+        cur.execute("INSERT INTO deployment_measurements BY NAME SELECT * FROM seed_deployments")
         cur.execute("DELETE FROM seed_state")
         cur.execute("INSERT INTO seed_state VALUES ($h, now())", {"h": current})
     return True
