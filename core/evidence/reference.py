@@ -34,6 +34,7 @@ from core.catalogue.catalogue import Catalogue
 from core.catalogue.once import Once
 from core.catalogue.reference import TIME_METRICS, source_key
 from core.evidence.compare import ABOVE_CEILING, compare, decode_context
+from core.model import predicted as pm
 from core.model.ceilings import evaluate
 
 #: columns of a reference row kept beside the comparison
@@ -179,8 +180,38 @@ def _compared(cat: Catalogue, rows: pl.DataFrame) -> pl.DataFrame:
     if not rows.height:
         return _empty()
     meas = as_measurements(cat, rows)
-    cmp = compare(cat, meas)
+    cmp = _as_pipelines(cat, meas, compare(cat, meas))
     return _with_ceiling(cat, cmp)
+
+
+def _as_pipelines(cat: Catalogue, meas: pl.DataFrame, cmp: pl.DataFrame) -> pl.DataFrame:
+    """llama.cpp on several GPUs with no tensor-parallel degree printed runs its default layer split, a pipeline
+    (core.evidence.predictor.layer_split; core.plan.layouts costs pipelines): its stages run one after another for a
+    sequence, so a decode step takes the whole model's time at one GPU's rates, and a prompt's micro-batches (512
+    tokens, n_ubatch, at most four in flight: core.model.predicted.LAYER_SPLIT_MICROBATCHES) overlap across the n
+    stages, (m + n - 1) / (m n) of that time. The ceiling is rescaled by those times (from the same scenarios on one
+    GPU); memory, formats and flags stay those of the n GPUs. Stage-to-stage transfers (one token's activations over
+    PCIe) are left out."""
+    tp = pl.col("tp").is_null() if "tp" in meas.columns else pl.lit(True)
+    split = ((pl.col("framework") == "llama.cpp") & tp & (pl.col("num_gpus") > 1)).fill_null(False)
+    at = meas.with_row_index("_row").filter(split)
+    if not at.height:
+        return cmp
+    one = compare(cat, at.drop("_row").with_columns(pl.lit(1, dtype=meas.schema["num_gpus"]).alias("num_gpus")), flag_text=False)
+    n = at["num_gpus"].cast(pl.Float64)
+    prompt = at["input_tokens"].cast(pl.Float64).clip(lower_bound=1.0)
+    micro = (prompt / pm.PREFILL_CHUNK["llama.cpp"]).ceil().clip(upper_bound=pm.LAYER_SPLIT_MICROBATCHES)
+    prefill = at["phase"] == "prefill"
+    rows = at["_row"]
+    old_decode, old_prefill = cmp["step_time_s"].gather(rows), cmp["predicted_ttft_s"].gather(rows)
+    pipe_prefill = one["predicted_ttft_s"] * (micro + n - 1.0) / (micro * n)
+    scale = (old_prefill / pipe_prefill).zip_with(prefill, old_decode / one["step_time_s"])
+    predicted = cmp["predicted_tokens_per_s"].scatter(rows, cmp["predicted_tokens_per_s"].gather(rows) * scale)
+    return (
+        cmp.with_columns(predicted.alias("predicted_tokens_per_s"))
+        .with_columns((pl.col("tokens_per_s") / pl.col("predicted_tokens_per_s")).alias("ratio"))
+        .with_columns(pl.when(pl.col("ratio") > ABOVE_CEILING).then(pl.lit("above ceiling")).otherwise(pl.lit("ok")).alias("status"))
+    )
 
 
 def _empty() -> pl.DataFrame:
