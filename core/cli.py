@@ -362,6 +362,10 @@ def _deploy_options(parser: argparse.ArgumentParser) -> None:
             "--" + name.replace("_", "-"), dest=name, type=float, default=info.default, help=f"{info.description} (default {info.default})"
         )
     parser.add_argument(
+        "--trace",
+        help="a request trace (CSV, JSONL or JSON: arrival time, prompt and output tokens) to simulate instead of a Poisson stream",
+    )
+    parser.add_argument(
         "--serving", choices=("both", "aggregated", "disaggregated"), default="both", help="which plans to make (default both)"
     )
     parser.add_argument(
@@ -1103,7 +1107,7 @@ def cmd_frontier(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_deploy(args: argparse.Namespace) -> dict[str, Any]:
     from core.catalogue.catalogue import UnknownIdError
     from core.model.scenario import from_cli
-    from core.plan.deploy import Workload, plan_deployments, plan_split
+    from core.plan.deploy import Workload, plan_deployments, plan_goodput, plan_split
 
     cat = _catalogue(args)
     own, given = _ownership(args)
@@ -1122,6 +1126,18 @@ def cmd_deploy(args: argparse.Namespace) -> dict[str, Any]:
     if args.max_gpus < 1 or args.max_pool_gpus < 1:
         raise CliError("--max-gpus and --max-pool-gpus: at least 1")
     modes = ("aggregated", "disaggregated") if args.serving == "both" else (args.serving,)
+    trace = _trace(args.trace) if args.trace else None
+    if trace is not None:
+        span = float(trace.arrival_s[-1] - trace.arrival_s[0])
+        if len(trace) < 2 or span <= 0:
+            raise CliError(f"--trace: {args.trace}: its {len(trace):,} request(s) arrive at one instant: no rate to plan for")
+        workload = workload.model_copy(
+            update={
+                "rate_per_s": len(trace) / span,
+                "prompt": max(1, round(float(trace.prompt_tokens.mean()))),
+                "output": max(1, round(float(trace.output_tokens.mean()))),
+            }
+        )
     if args.prefill_gpu:
         plans = [
             p
@@ -1141,9 +1157,32 @@ def cmd_deploy(args: argparse.Namespace) -> dict[str, Any]:
         "workload": workload.model_dump(),
         "model": base.model,
         "framework": base.framework,
-        "plans": [p.record() for p in plans],
+        "trace": args.trace,
+        "plans": [{**p.record(), "goodput_per_s": None if trace is not None else plan_goodput(p, workload)} for p in plans],
         "unplanned": [g for g in args.gpu if not any(p.decode.gpu == g for p in plans)],
     }
+
+
+#: The largest request trace `deploy --trace` reads (bytes), checked before the file is read.
+TRACE_MAX_BYTES = 200_000_000
+
+
+def _trace(path: str) -> Any:
+    import os
+
+    from core.plan.load import read_trace
+
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        raise CliError(f"--trace: cannot read {path}: {exc.strerror}") from None
+    if size > TRACE_MAX_BYTES:
+        raise CliError(f"--trace: {path} is {size / 1e6:,.0f} MB; at most {TRACE_MAX_BYTES / 1e6:,.0f} MB")
+    try:
+        with open(path, "rb") as handle:
+            return read_trace(handle.read(), os.path.basename(path))
+    except ValueError as exc:
+        raise CliError(f"--trace: {exc}") from None
 
 
 def cmd_deployments(args: argparse.Namespace) -> dict[str, Any]:

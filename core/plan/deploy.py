@@ -44,6 +44,15 @@ UTILISATION = 0.8
 SIMULATED = 4000
 
 
+@dataclass(frozen=True)
+class Check:
+    """How a kept plan is checked: by simulation or not, the Poisson stream's seed, or a trace's requests instead."""
+
+    simulate: bool = True
+    seed: int = 0
+    trace: ld.Requests | None = None
+
+
 class Workload(BaseModel):
     """Requests arriving at a rate, with their lengths and the service targets (p90)."""
 
@@ -100,6 +109,9 @@ class Plan:
     energy_share: float | None  # energy at board power x PUE x $/kWh over the price paid per GPU-hour
     meets: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: what the simulation ran on: the decode (or aggregated) instances' step times, the prefill pool's, the KV
+    #: transfer (s), the request's online overhead (s) and the prefix-cache share
+    steps: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def gpus(self) -> int:
@@ -331,13 +343,16 @@ def plan_deployments(
     simulate: bool = True,
     seed: int = 0,
     found: dict[str, Candidates] | None = None,
+    trace: ld.Requests | None = None,
 ) -> list[Plan]:
     """The cheapest plan per accelerator and mode that serves `workload` with `base`'s model, formats and framework,
     each checked by simulation, the cheapest that meets the targets first. `gpus`: the accelerators to try;
     disaggregated plans put both pools on the same accelerator (`plan_split` pairs two). `max_gpus`: the most GPUs
     one aggregated instance may take (expert parallel up to it); `max_pool_gpus`: the most one disaggregated instance
     may take. Prices ($ per GPU-hour): yours, else the published median rent (None where there is none: such plans
-    rank last). `found`: candidates already computed per accelerator (`candidates`), kept between calls."""
+    rank last). `found`: candidates already computed per accelerator (`candidates`), kept between calls. `trace`: the
+    requests to simulate instead of a Poisson stream (the workload then gives their mean rate and lengths)."""
+    check = Check(simulate, seed, trace)
     predictor = cat.predictor
     basis = f"predicted ({base.framework})" if predictor is not None else "ceiling"
     own = own or costs.Ownership()
@@ -353,9 +368,9 @@ def plan_deployments(
             if agg is not None:
                 layout, t, batch, instances = agg
                 pools: list[Pool | None] = [None, Pool(gpu, layout, instances, batch, price)]
-                plans.append(_checked(cat, sc, workload, pools, t, None, basis, own, simulate, seed))
+                plans.append(_checked(cat, sc, workload, pools, t, None, basis, own, check))
         if "disaggregated" in modes:
-            plan = _split(cat, sc, workload, (gpu, found[gpu], price), (gpu, found[gpu], price), max_pool_gpus, basis, own, simulate, seed)
+            plan = _split(cat, sc, workload, (gpu, found[gpu], price), (gpu, found[gpu], price), max_pool_gpus, basis, own, check)
             if plan is not None:
                 plans.append(plan)
     return sorted(plans, key=_rank)
@@ -397,6 +412,7 @@ def plan_split(
     own: costs.Ownership | None = None,
     simulate: bool = True,
     seed: int = 0,
+    trace: ld.Requests | None = None,
 ) -> Plan | None:
     """The cheapest disaggregated plan with prefill on `prefill_gpu` and decode on `decode_gpu` (None: no layout fits)."""
     predictor = cat.predictor
@@ -405,7 +421,7 @@ def plan_split(
     p_sc, d_sc = base.at(gpu=prefill_gpu), base.at(gpu=decode_gpu)
     p = (prefill_gpu, candidates(cat, p_sc, workload, max_pool_gpus, predictor), _price(cat, prefill_gpu, prices))
     d = (decode_gpu, candidates(cat, d_sc, workload, max_pool_gpus, predictor), _price(cat, decode_gpu, prices))
-    return _split(cat, d_sc, workload, p, d, max_pool_gpus, basis, own, simulate, seed)
+    return _split(cat, d_sc, workload, p, d, max_pool_gpus, basis, own, Check(simulate, seed, trace))
 
 
 def _split(
@@ -417,8 +433,7 @@ def _split(
     max_pool_gpus: int,
     basis: str,
     own: costs.Ownership,
-    simulate: bool,
-    seed: int,
+    check: Check,
 ) -> Plan | None:
     pre = _size_prefill(p[1], workload, p[2], max_pool_gpus)
     dec = _size_decode(d[1], workload, d[2], max_pool_gpus)
@@ -426,7 +441,7 @@ def _split(
         return None
     prefill = Pool(p[0], pre[0], pre[2], 1, p[2])
     decode = Pool(d[0], dec[0], dec[3], dec[2], d[2])
-    return _checked(cat, sc, workload, [prefill, decode], dec[1], pre[1], basis, own, simulate, seed)
+    return _checked(cat, sc, workload, [prefill, decode], dec[1], pre[1], basis, own, check)
 
 
 #: TPOT targets (s) the frontier sizes every accelerator and mode at.
@@ -482,8 +497,7 @@ def _checked(
     prefill_t: _Tables | None,
     basis: str,
     own: costs.Ownership,
-    simulate: bool,
-    seed: int,
+    check: Check,
 ) -> Plan:
     """The plan with its percentiles from the simulation, adding instances (decode, then prefill) until its p90s meet
     the targets (at most 12 tries); without `simulate`, the closed-form sizing's step times as its percentiles."""
@@ -499,20 +513,27 @@ def _checked(
         d_vendor = cat.hardware.vendors[cat.gpu_index[decode.gpu]]
         if p_vendor != d_vendor:
             notes.append(f"the KV cache crosses vendors ({p_vendor} to {d_vendor}): no engine the app knows moves it between them")
-    requests = ld.poisson_requests(workload.rate_per_s, workload.prompt, workload.output, SIMULATED, seed)
+    simulate = check.simulate
+    requests = (
+        check.trace
+        if check.trace is not None
+        else ld.poisson_requests(workload.rate_per_s, workload.prompt, workload.output, SIMULATED, check.seed)
+    )
     online = request_overhead_s(cat, sc)  # each request's HTTP and tokenisation before its first token
     result: ld.LoadResult | None = None
+    d_steps = _step_times(decode_t, basis)
+    p_steps = _step_times(prefill_t, basis) if prefill_t is not None else None
     for _ in range(12):
         if not simulate:
             break
         if prefill is None:
-            result = ld.simulate(requests, _step_times(decode_t, basis), replicas=decode.instances, prefix_hit=workload.prefix_hit)
+            result = ld.simulate(requests, d_steps, replicas=decode.instances, prefix_hit=workload.prefix_hit)
         else:
-            assert prefill_t is not None
+            assert p_steps is not None
             result = ld.simulate_disaggregated(
                 requests,
-                _step_times(prefill_t, basis),
-                _step_times(decode_t, basis),
+                p_steps,
+                d_steps,
                 prefill_instances=prefill.instances,
                 decode_instances=decode.instances,
                 kv_transfer_s=transfer,
@@ -560,4 +581,61 @@ def _checked(
         energy_share=share,
         meets=meets,
         notes=tuple(notes),
+        steps=(d_steps, p_steps, transfer, online, workload.prefix_hit),
     )
+
+
+def simulate_plan(plan: Plan, requests: ld.Requests) -> ld.LoadResult:
+    """The load simulation of `requests` on the plan's pools as sized (its step times, KV transfer and prefix hits)."""
+    d_steps, p_steps, transfer, _, hit = plan.steps
+    if plan.prefill is None:
+        return ld.simulate(requests, d_steps, replicas=plan.decode.instances, prefix_hit=hit)
+    return ld.simulate_disaggregated(
+        requests,
+        p_steps,
+        d_steps,
+        prefill_instances=plan.prefill.instances,
+        decode_instances=plan.decode.instances,
+        kv_transfer_s=transfer,
+        prefix_hit=hit,
+    )
+
+
+#: Requests each goodput probe simulates, and the bisection's relative tolerance.
+GOODPUT_REQUESTS = 2000
+GOODPUT_TOLERANCE = 0.02
+
+
+def plan_goodput(plan: Plan, workload: Workload, *, count: int = GOODPUT_REQUESTS, seed: int = 0) -> float | None:
+    """The highest Poisson rate (requests/s) at which the plan, as sized, still meets both p90 targets in its
+    simulation (its online overhead added to every TTFT): doubling or halving from the workload's rate, then
+    bisection to GOODPUT_TOLERANCE. None for a plan that was not simulated; 0.0 when even 1/64 of the rate misses."""
+    if not plan.steps:
+        return None
+    online = plan.steps[3]
+
+    def meets(rate: float) -> bool:
+        result = simulate_plan(plan, ld.poisson_requests(rate, workload.prompt, workload.output, count, seed))
+        return result.meets(workload.max_ttft_p90_s - online, workload.max_tpot_p90_s)
+
+    rate = workload.rate_per_s
+    if meets(rate):
+        lo, hi = rate, rate * 2.0
+        for _ in range(8):
+            if not meets(hi):
+                break
+            lo, hi = hi, hi * 2.0
+        else:
+            return lo
+    else:
+        lo, hi = rate / 2.0, rate
+        for _ in range(6):
+            if meets(lo):
+                break
+            lo, hi = lo / 2.0, lo
+        else:
+            return 0.0
+    while hi - lo > GOODPUT_TOLERANCE * lo:
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo

@@ -39,6 +39,8 @@ EVERY = "*"
 METRIC_LABELS = {m: f"{m}: {what}" for m, (what, _) in METRICS.items()}
 #: the measured page's two views, as its radio shows (and a link spells) them
 MEASURED_VIEWS = {"published": "Published measurements", "yours": "Your datasets", "runs": "Compare runs"}
+#: the compare page's two views, as its radio shows (and a link spells) them
+COMPARE_VIEWS = {"group": "One scale-up group", "deploy": "Deployments at a request rate"}
 AUTO = "auto"  # how the compute picker shows (and a link spells) "the weights' default"
 
 
@@ -84,6 +86,19 @@ LINKS: tuple[Link, ...] = (
     Link("reserve_pct", ("calculator",)),
     Link("usd_per_gpu_hour", ("calculator",)),
     Link("cmp_gpus", ("compare",), picks="accelerator", many=True),
+    Link("cmp_view", ("compare",), shown=COMPARE_VIEWS),
+    Link("dp_rate", ("compare",)),
+    Link("dp_prompt", ("compare",)),
+    Link("dp_output", ("compare",)),
+    Link("dp_ttft", ("compare",)),
+    Link("dp_tpot", ("compare",)),
+    Link("dp_prefix", ("compare",)),
+    Link("dp_modes", ("compare",), many=True),
+    Link("dp_prefill_gpu", ("compare",), picks="accelerator"),
+    Link("dp_max_gpus", ("compare",)),
+    Link("dp_max_pool", ("compare",)),
+    Link("dp_kwh", ("compare",)),
+    Link("dp_pue", ("compare",)),
     Link("cmp_mode", ("compare",)),
     Link("cmp_tpot", ("compare",)),
     Link("cmp_ttft", ("compare",)),

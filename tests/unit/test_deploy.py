@@ -112,3 +112,41 @@ def test_the_cli_plans_and_refuses_bad_input(capsys, tmp_path):
     assert "--rate-per-s" in capsys.readouterr().err
     assert main([*args[:4], "b2000", *args[5:]]) == 2
     assert "unknown accelerator 'b2000'" in capsys.readouterr().err
+
+
+def test_a_trace_is_simulated_and_a_bad_one_named(capsys, tmp_path):
+    """Six requests over 1 s (6 requests/s, mean prompt 2,000, mean output 308.3): the plans are sized for that rate and
+    the simulation runs the trace itself; a file without the columns is named with what it lacks."""
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "arrival_s,prompt_tokens,output_tokens\n0,2000,300\n0.1,1500,400\n0.25,2500,200\n0.5,2000,300\n0.6,1800,350\n1.0,2200,300\n"
+    )
+    db = str(tmp_path / "d.duckdb")
+    args = ["deploy", "--db", db, "--gpu", "h200-sxm", "--model", "llama-3.1-70b", "--weights", "fp8", "--kv", "fp8", "--json"]
+    assert main([*args, "--trace", str(trace)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["workload"]["rate_per_s"] == pytest.approx(6.0)
+    assert out["workload"]["prompt"] == 2000 and out["workload"]["output"] == 308
+    assert out["plans"] and all(p["goodput_per_s"] is None for p in out["plans"])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    assert main([*args, "--trace", str(bad)]) == 2
+    assert "--trace: bad.csv: no column for arrival time" in capsys.readouterr().err
+
+
+def test_goodput_is_the_highest_rate_that_meets_the_targets(pcat):
+    """A plan sized for 10 requests/s carries at least that; at its goodput it meets both p90 targets, and 10% above
+    it (past the bisection's 2%) it does not."""
+    from core.plan.deploy import GOODPUT_REQUESTS, simulate_plan, plan_goodput
+
+    base = Scenario(gpu="h200-sxm", model="llama-3.1-70b", weights="fp8", kv="fp8", framework="vLLM")
+    w = Workload(rate_per_s=10, prompt=1000, output=300)
+    plan = plan_deployments(pcat, base, w, ["h200-sxm"], modes=("aggregated",))[0]
+    good = plan_goodput(plan, w)
+    assert good is not None and good >= 10
+
+    def meets(rate):
+        result = simulate_plan(plan, ld.poisson_requests(rate, w.prompt, w.output, GOODPUT_REQUESTS, 0))
+        return result.meets(w.max_ttft_p90_s - plan.steps[3], w.max_tpot_p90_s)
+
+    assert meets(good) and not meets(good * 1.1)
