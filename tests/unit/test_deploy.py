@@ -137,7 +137,7 @@ def test_a_trace_is_simulated_and_a_bad_one_named(capsys, tmp_path):
 def test_goodput_is_the_highest_rate_that_meets_the_targets(pcat):
     """A plan sized for 10 requests/s carries at least that; at its goodput it meets both p90 targets, and 10% above
     it (past the bisection's 2%) it does not."""
-    from core.plan.deploy import GOODPUT_REQUESTS, simulate_plan, plan_goodput
+    from core.plan.deploy import GOODPUT_REQUESTS, plan_goodput, simulate_plan
 
     base = Scenario(gpu="h200-sxm", model="llama-3.1-70b", weights="fp8", kv="fp8", framework="vLLM")
     w = Workload(rate_per_s=10, prompt=1000, output=300)
