@@ -382,3 +382,21 @@ def test_cli_reference_and_scorecard(cat, tmp_path, capsys):
         card["rows"][0]
     )
     assert cli_main(["reference", "--db", db, "--gpu", "h900"]) == 2
+
+
+def test_a_llama_cpp_layer_split_is_set_against_a_pipelines_ceiling(cat):
+    """llama-bench on 2 x RTX 4090 with no tensor parallelism printed (g2b-0005 tg512, g2b-0001 pp512) runs its layer
+    split: a token passes both GPUs one after the other, so the decode ceiling is the whole model at one GPU's rates
+    (1 / one GPU's step at the row's context, 256: half the 512 output), not one tensor-parallel group's; a 512-token
+    prompt is one micro-batch (n_ubatch 512), so it too passes the stages one after the other: (1 + 2 - 1) / (1 x 2) of
+    two stages' time, the one GPU's prefill."""
+    from core.evidence.reference import reference_compare
+
+    rows = {r["id"]: r for r in reference_compare(cat).filter(pl.col("id").is_in(["g2b-0001", "g2b-0005"])).iter_rows(named=True)}
+    # llama-bench prints the file's size: its bits per weight are the file's (model_bytes x 8 / parameters)
+    bits = rows["g2b-0005"]["model_bytes"] * 8 / cat.models.filter(pl.col("id") == "llama-3.1-8b")["total_params"][0]
+    one = Scenario(gpu="rtx-4090", num_gpus=1, model="llama-3.1-8b", weights="q4_k_m", kv="fp16", batch=1, weight_bits=bits)
+    decode = ceiling(cat, one.at(context=256))
+    prefill = ceiling(cat, one.at(prompt=512))
+    assert rows["g2b-0005"]["ceiling"] == pytest.approx(1.0 / decode.step_time_s, rel=1e-9)
+    assert rows["g2b-0001"]["ceiling"] == pytest.approx(512 / prefill.ttft_s, rel=1e-9)
