@@ -17,11 +17,11 @@ from core.present.report import Section
 from core.present.text import escape_markdown, plain
 from pages.compare.one_group import typed_prices
 from pages.shared.data import HASH_FUNCS
-from pages.shared.params import presenting
+from pages.shared.params import DEPLOY_MODES, presenting
 from pages.shared.sidebar import report_of_page
 from pages.shared.ui import chart_exports, data_table, show_chart
 
-MODES = {"aggregated": "Aggregated", "disaggregated": "Disaggregated"}
+MODES = DEPLOY_MODES
 SAME = "same as decode"
 _BOUNDS = {name: Workload.model_fields[name] for name in Workload.model_fields}
 

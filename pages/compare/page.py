@@ -19,7 +19,12 @@ cat = catalogue()
 # user's own accelerator included), the ceiling beside it as the bound
 sc = scenario().model_copy(update={name: default(name) for name in ("eff_bandwidth", "eff_compute", "overhead_s")})
 names = labels(cat, "accelerator")
-view = st.radio(
+box = (
+    st.expander("Controls: plan, accelerators, workload, target, sort, rent or buy, load", expanded=False)
+    if presenting()
+    else st.container()
+)
+view = box.radio(
     "Plan",
     list(COMPARE_VIEWS),
     format_func=COMPARE_VIEWS.__getitem__,
@@ -31,14 +36,13 @@ view = st.radio(
     "expert, pipeline and data parallel layouts past one domain.",
 )
 if not presenting():
-    st.caption(
+    box.caption(
         "The workload (model, weights, compute, KV cache, context, prompt, batch) is the sidebar's scenario; its accelerator and GPU count "
         "are chosen here: per accelerator the cheapest configuration (GPUs × batch, tensor parallel within one scale-up domain)."
         if view == "group"
         else "The model, its formats and the framework are the sidebar's; the request rate, lengths and p90 targets are set here. "
         "Per accelerator the cheapest plan that meets both p90 targets in a simulation of the load, aggregated and disaggregated."
     )
-box = st.expander("Controls: accelerators, workload, target, sort, rent or buy, load", expanded=False) if presenting() else st.container()
 picked = box.multiselect(
     "Accelerators",
     list(names),

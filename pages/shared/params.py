@@ -41,6 +41,8 @@ METRIC_LABELS = {m: f"{m}: {what}" for m, (what, _) in METRICS.items()}
 MEASURED_VIEWS = {"published": "Published measurements", "yours": "Your datasets", "runs": "Compare runs"}
 #: the compare page's two views, as its radio shows (and a link spells) them
 COMPARE_VIEWS = {"group": "One scale-up group", "deploy": "Deployments at a request rate"}
+#: the deployments' serving modes, as their picker shows (and a link spells) them
+DEPLOY_MODES = {"aggregated": "Aggregated", "disaggregated": "Disaggregated"}
 AUTO = "auto"  # how the compute picker shows (and a link spells) "the weights' default"
 
 
@@ -93,7 +95,7 @@ LINKS: tuple[Link, ...] = (
     Link("dp_ttft", ("compare",)),
     Link("dp_tpot", ("compare",)),
     Link("dp_prefix", ("compare",)),
-    Link("dp_modes", ("compare",), many=True),
+    Link("dp_modes", ("compare",), many=True, shown=DEPLOY_MODES),
     Link("dp_prefill_gpu", ("compare",), picks="accelerator"),
     Link("dp_max_gpus", ("compare",)),
     Link("dp_max_pool", ("compare",)),

@@ -34,3 +34,26 @@ def test_deployments_are_planned_priced_and_simulated(open_page, model, gpus, fr
     disagg = table[table["Serving"] == "disaggregated"]
     assert disagg["Plan"].str.contains(" prefill x ").all() and disagg["Plan"].str.contains(" decode x ").all()
     assert any(s.value.replace("\\", "").startswith("Cheapest at 10 requests/s: ") for s in at.success)
+
+
+def test_a_prefill_pool_on_another_accelerator_is_planned_and_its_crossing_said(open_page):
+    """Prefill on B200 for a decode pool of MI300X (a link naming the accelerator by id): the disaggregated plan puts its
+    prefill instances on the B200 and says the KV cache crosses vendors; the aggregated plan stays on the MI300X."""
+    at = open_page(
+        "compare",
+        model="deepseek-v3",
+        weights="fp8",
+        kv="fp8",
+        framework="SGLang",
+        cmp_view="Deployments at a request rate",
+        dp_prefill_gpu="b200",
+    )
+    at.multiselect(key="cmp_gpus").set_value(["mi300x"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = _frame(at, "Plan")
+    disagg = table[table["Serving"] == "disaggregated"].iloc[0]
+    assert " b200 (" in disagg["Plan"].split(" + ")[0] and " mi300x (" in disagg["Plan"].split(" + ")[1]
+    assert "crosses vendors (NVIDIA to AMD)" in disagg["Notes"]
+    assert "(prefill on NVIDIA B200" in disagg["Accelerator"]
+    agg = table[table["Serving"] == "aggregated"].iloc[0]
+    assert "mi300x" in agg["Plan"] and "b200" not in agg["Plan"]

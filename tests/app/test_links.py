@@ -61,6 +61,19 @@ SAMPLES: dict[str, tuple[list[str], Any]] = {
     "cmp_util": (["70.0"], 70.0),
     "cmp_rps": (["5.0"], 5.0),
     "cmp_out": (["512"], 512),
+    "cmp_view": (["Deployments at a request rate"], "deploy"),
+    "dp_rate": (["25.0"], 25.0),
+    "dp_prompt": (["1024"], 1024),
+    "dp_output": (["256"], 256),
+    "dp_ttft": (["1.5"], 1.5),
+    "dp_tpot": (["40.0"], 40.0),
+    "dp_prefix": (["20.0"], 20.0),
+    "dp_modes": (["Disaggregated"], ["disaggregated"]),
+    "dp_prefill_gpu": (["b200"], "b200"),
+    "dp_max_gpus": (["32"], 32),
+    "dp_max_pool": (["8"], 8),
+    "dp_kwh": (["0.12"], 0.12),
+    "dp_pue": (["1.3"], 1.3),
     "sw_gpus": (["h200-sxm", "mi300x"], ["h200-sxm", "mi300x"]),
     "sw_models": (["llama-3.1-8b"], ["llama-3.1-8b"]),
     "sw_weights": (["bf16", "int4"], ["bf16", "int4"]),
@@ -120,6 +133,8 @@ def test_a_link_sets_the_control_and_the_share_link_keeps_it(open_page, private_
         extra = {"ms_view": ["Your datasets"]}
     if key == "ms_runs":  # drawn in the view that compares runs
         extra = {"ms_view": ["Compare runs"]}
+    if key.startswith("dp_"):  # drawn in the compare page's deployments view
+        extra = {"cmp_view": ["Deployments at a request rate"]}
     at = open_page(page, **{key: values if len(values) > 1 else values[0]}, **{k: v for k, v in extra.items()})
     held = at.session_state[key]
     if isinstance(expected, float):
