@@ -29,6 +29,7 @@ from core.catalogue.precisions import COMPUTE_FORMATS, FALLBACK_CHAIN, PEAK_PREC
 from core.catalogue.prices import PRICE_SCHEMA, PriceUsed, median_rents, price_used
 from core.catalogue.reference import REFERENCE_SCHEMA
 from core.catalogue.seed import CatalogueError, accelerator_frame
+from core.catalogue.serving_power import POWER_SCHEMA
 from core.catalogue.specs import Accelerator, ModelRecord, outside_bounds
 
 
@@ -132,6 +133,8 @@ class Catalogue:
     reference: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REFERENCE_SCHEMA))
     #: every published deployment measurement (core.catalogue.deployments; read-only, rebuilt with the seed)
     deployments: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=DEPLOYMENT_SCHEMA))
+    #: every published GPU power figure of LLM serving (core.catalogue.serving_power; read-only, rebuilt with the seed)
+    serving_power: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=POWER_SCHEMA))
     #: the fitted predicted model every evaluation predicts with (a core.model.predicted.Predictor; None: ceilings only).
     #: core.evidence.predictor.with_predictor sets it: the shipped fit, or a user's refit on top of it.
     predictor: Any = None
@@ -305,6 +308,7 @@ def build_catalogue(
     prices: pl.DataFrame | None = None,
     reference: pl.DataFrame | None = None,
     deployments: pl.DataFrame | None = None,
+    serving_power: pl.DataFrame | None = None,
 ) -> Catalogue:
     """A Catalogue from the store's accelerator and model frames (and measured profiles, newest first, and published prices)."""
     records: dict[str, ModelRecord] = {}
@@ -374,6 +378,9 @@ def build_catalogue(
         deployments=pl.DataFrame(schema=DEPLOYMENT_SCHEMA)
         if deployments is None
         else deployments.select(list(DEPLOYMENT_SCHEMA)).cast(DEPLOYMENT_SCHEMA),  # type: ignore[arg-type]
+        serving_power=pl.DataFrame(schema=POWER_SCHEMA)
+        if serving_power is None
+        else serving_power.select(list(POWER_SCHEMA)).cast(POWER_SCHEMA),  # type: ignore[arg-type]
         unreadable=tuple(unreadable),
     )
 
@@ -396,6 +403,7 @@ def load_catalogue(store: Source) -> Catalogue:
                 prices=store.query("prices"),
                 reference=store.query("reference_measurements"),
                 deployments=store.query("deployment_measurements"),
+                serving_power=store.query("serving_power"),
             )
         return _CACHE[key]
 

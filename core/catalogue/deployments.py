@@ -178,31 +178,40 @@ class Deployment(BaseModel):
 def deployment_seed_frame(seed_dir: Path, gpu_ids: set[str], model_ids: set[str]) -> pl.DataFrame:
     """data/seed/deployments.csv as the store's `deployment_measurements` rows, every row validated (an accelerator or
     model named must be in the catalogue; either may be empty where the source's is not)."""
-    path = seed_dir / "deployments.csv"
+    rows = read_seed_rows(seed_dir / "deployments.csv", Deployment, CSV_COLUMNS, gpu_ids, model_ids, "DEPLOYMENTS_SOURCES.md")
+    return pl.DataFrame(rows, schema=DEPLOYMENT_SCHEMA).select(list(CSV_COLUMNS))
+
+
+def read_seed_rows(
+    path: Path, record: type[BaseModel], columns: tuple[str, ...], gpu_ids: set[str], model_ids: set[str], doc: str
+) -> list[dict[str, Any]]:
+    """A published seed table's rows, each validated by `record` (its `id`, `gpu` and `model` fields checked against
+    the catalogue where given), in file order; a missing file is no rows. A bad row raises DeploymentError naming the
+    file, the row and the field."""
     if not path.exists():
-        return pl.DataFrame(schema=DEPLOYMENT_SCHEMA)
+        return []
     raw = pl.read_csv(path, infer_schema_length=0)
-    missing = [c for c in CSV_COLUMNS if c not in raw.columns]
-    extra = [c for c in raw.columns if c not in CSV_COLUMNS]
+    missing = [c for c in columns if c not in raw.columns]
+    extra = [c for c in raw.columns if c not in columns]
     if missing or extra:
         said = [f"missing column(s) {', '.join(missing)}"] if missing else []
         said += [f"unknown column(s) {', '.join(extra)}"] if extra else []
-        raise DeploymentError(f"{path.name}: {'; '.join(said)} (see data/seed/DEPLOYMENTS_SOURCES.md)")
+        raise DeploymentError(f"{path.name}: {'; '.join(said)} (see data/seed/{doc})")
     rows, seen = [], set()
     for line, cells in enumerate(raw.iter_rows(named=True), start=2):
         values = {k: v.strip() for k, v in cells.items() if isinstance(v, str) and v.strip()}
         try:
-            rec = Deployment.model_validate(values)
+            rec = record.model_validate(values).model_dump()
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(x) for x in err["loc"]) or "row"
             raise DeploymentError(f"{path.name} row {line} ({cells.get('id')}): {where}: {err['msg']}") from None
-        if rec.id in seen:
-            raise DeploymentError(f"{path.name} row {line}: id {rec.id!r} is used twice")
-        seen.add(rec.id)
-        if rec.gpu is not None and rec.gpu not in gpu_ids:
-            raise DeploymentError(f"{path.name} row {line} ({rec.id}): unknown accelerator {rec.gpu!r} (not in accelerators.csv)")
-        if rec.model is not None and rec.model not in model_ids:
-            raise DeploymentError(f"{path.name} row {line} ({rec.id}): unknown model {rec.model!r} (not in models.csv)")
-        rows.append(rec.model_dump())
-    return pl.DataFrame(rows, schema=DEPLOYMENT_SCHEMA).select(list(CSV_COLUMNS))
+        if rec["id"] in seen:
+            raise DeploymentError(f"{path.name} row {line}: id {rec['id']!r} is used twice")
+        seen.add(rec["id"])
+        if rec.get("gpu") is not None and rec["gpu"] not in gpu_ids:
+            raise DeploymentError(f"{path.name} row {line} ({rec['id']}): unknown accelerator {rec['gpu']!r} (not in accelerators.csv)")
+        if rec.get("model") is not None and rec["model"] not in model_ids:
+            raise DeploymentError(f"{path.name} row {line} ({rec['id']}): unknown model {rec['model']!r} (not in models.csv)")
+        rows.append(rec)
+    return rows

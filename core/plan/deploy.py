@@ -32,7 +32,7 @@ from core.model.ceilings import ScenarioArrays, kv_elements_per_sequence, scenar
 from core.model.scenario import Scenario
 from core.plan import costs
 from core.plan import load as ld
-from core.plan.layouts import Layout, check, energy_per_token_j, layout_memory, layout_step, link_seconds, moe_layers
+from core.plan.layouts import Layout, check, energy_per_token_j, layout_memory, layout_step, link_seconds, moe_layers, serving_power_w
 
 #: Replica sizes the search tries (GPUs per instance), and the most GPUs one pool may hold by default.
 SIZES = (1, 2, 4, 8, 16, 32, 64)
@@ -109,6 +109,7 @@ class Plan:
     energy_share: float | None  # energy at board power x PUE x $/kWh over the price paid per GPU-hour
     meets: bool
     notes: tuple[str, ...] = field(default_factory=tuple)
+    power_basis: str = ""  # each accelerator's W per GPU and where it comes from (core.plan.layouts.serving_power_w)
     #: what the simulation ran on: the decode (or aggregated) instances' step times, the prefill pool's, the KV
     #: transfer (s), the request's online overhead (s) and the prefix-cache share
     steps: tuple[Any, ...] = field(default=(), repr=False, compare=False)
@@ -160,6 +161,7 @@ class Plan:
             "joules_per_token": self.joules_per_token,
             "tokens_per_kwh": 3.6e6 / self.joules_per_token if self.joules_per_token > 0 else None,
             "energy_share": self.energy_share,
+            "power_basis": self.power_basis,
             "meets": self.meets,
             "notes": list(self.notes),
         }
@@ -394,7 +396,7 @@ def _cost(cat: Catalogue, pools: Sequence[Pool], tokens_per_s: float, own: costs
         else:
             usd += pool.usd_per_gpu_hour * pool.gpus
         joules += energy_per_token_j(cat, pool.gpu, pool.gpus, tokens_per_s)
-        power = float(cat.hardware.power_w[cat.gpu_index[pool.gpu]])
+        power, _ = serving_power_w(cat, pool.gpu)
         energy_usd += costs.energy_usd_per_hour(power, own) * pool.gpus
     share = energy_usd / usd if priced and usd > 0 and energy_usd > 0 else None
     return (usd if priced else None), joules, share
@@ -581,6 +583,10 @@ def _checked(
         energy_share=share,
         meets=meets,
         notes=tuple(notes),
+        power_basis="; ".join(
+            f"{gpu}: {serving_power_w(cat, gpu)[0]:,.0f} W per GPU, {serving_power_w(cat, gpu)[1]}"
+            for gpu in dict.fromkeys(p.gpu for p in used)
+        ),
         steps=(d_steps, p_steps, transfer, online, workload.prefix_hit),
     )
 

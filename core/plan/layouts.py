@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
+import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.catalogue.catalogue import Catalogue
@@ -352,8 +353,26 @@ def layout_memory(cat: Catalogue, scenario: Scenario, layout: Layout) -> LayoutM
     return LayoutMemory(weights, kv_seq, capacity, max_batch)
 
 
-def energy_per_token_j(cat: Catalogue, gpu: str, gpus: int, tokens_per_s: float) -> float:
-    """Joules per output token with every GPU of the deployment at its board power (W) the whole time: the upper bound
-    the datasheet allows (measured serving draws less). Tokens per kWh = 3.6e6 / this."""
+def serving_power_w(cat: Catalogue, gpu: str) -> tuple[float, str]:
+    """(W, basis) one GPU of `gpu` draws while it serves: the median of the published per-GPU serving power figures of
+    that accelerator (core.catalogue.serving_power: a GPU's mean draw, or a row's GPUs' sum over their count) where any
+    is printed, else its board power (TDP), the upper bound the datasheet allows (NaN: no power figure)."""
+    rows = cat.serving_power.filter(pl.col("gpu") == gpu)
+    per_gpu = [
+        r["value"] if r["metric"] == "gpu_power_w" else r["value"] / r["num_gpus"]
+        for r in rows.iter_rows(named=True)
+        if r["metric"] in ("gpu_power_w", "system_power_w")
+    ]
+    if per_gpu:
+        publishers = sorted({str(p).split(" (")[0].split(" - ")[0] for p in rows["publisher"].to_list()})
+        return float(np.median(per_gpu)), f"measured: the median of {len(per_gpu)} published serving figures ({', '.join(publishers)})"
     power = float(cat.hardware.power_w[cat.gpu_index[gpu]])
+    return power, "board power (TDP): the upper bound, no serving figure published"
+
+
+def energy_per_token_j(cat: Catalogue, gpu: str, gpus: int, tokens_per_s: float) -> float:
+    """Joules per output token: every GPU of the deployment at the power it is measured to draw while serving (the
+    median of the published figures, `serving_power_w`), else at its board power, the whole time. Tokens per kWh =
+    3.6e6 / this."""
+    power, _ = serving_power_w(cat, gpu)
     return gpus * power / tokens_per_s if tokens_per_s > 0 else math.nan

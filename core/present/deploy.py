@@ -38,9 +38,10 @@ class DeployView:
 
 
 ENERGY_BASIS = (
-    "Energy: every GPU of a plan at its board power (the datasheet's TDP) for the whole time, the upper bound the "
-    "datasheet allows (a serving GPU draws less); J per output token = GPUs x W / output tokens/s, tokens per kWh = "
-    "3.6 million / that. Its share of the cost: that power x PUE x $/kWh over the $ per GPU-hour paid."
+    "Energy: every GPU of a plan at the power it is published to draw while serving (the median of the measured serving "
+    "figures of that accelerator: ML.ENERGY Leaderboard v3 and InferenceX, vLLM) for the whole time, else at its board "
+    "power (TDP), the upper bound; the Power column says which. J per output token = GPUs x W / output tokens/s, "
+    "tokens per kWh = 3.6 million / that. Its share of the cost: that power x PUE x $/kWh over the $ per GPU-hour paid."
 )
 
 
@@ -72,6 +73,7 @@ def plans_table(plans: Sequence[Plan], names: dict[str, str], goodputs: Sequence
                 "J per output token": r["joules_per_token"],
                 "Output tokens per kWh": r["tokens_per_kwh"],
                 "Energy share of cost (%)": r["energy_share"] * 100 if r["energy_share"] is not None else None,
+                "Power": r["power_basis"],
                 "Step times": p.basis,
                 "Notes": "; ".join(p.notes),
             }

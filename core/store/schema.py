@@ -17,6 +17,7 @@ from core.catalogue.deployments import deployment_seed_frame
 from core.catalogue.prices import price_seed_frame
 from core.catalogue.reference import reference_seed_frame
 from core.catalogue.seed import accelerator_seed_frame, model_seed_frame
+from core.catalogue.serving_power import power_seed_frame
 from core.store.paths import MIGRATIONS
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
     prices = price_seed_frame(store.seed_dir, set(gpus["id"].to_list()))
     reference = reference_seed_frame(store.seed_dir, set(gpus["id"].to_list()), set(models["id"].to_list()))
     deployments = deployment_seed_frame(store.seed_dir, set(gpus["id"].to_list()), set(models["id"].to_list()))
+    power = power_seed_frame(store.seed_dir, set(gpus["id"].to_list()), set(models["id"].to_list()))
     with store.transaction() as cur:
         if not force:  # another process may have rebuilt it meanwhile
             row = cur.execute("SELECT count(*) FROM seed_state WHERE sha256 = $h", {"h": current}).fetchone()
@@ -102,6 +104,9 @@ def refresh_reference(store: Store, *, force: bool = False) -> bool:
         cur.execute("DELETE FROM deployment_measurements")
         cur.register("seed_deployments", deployments)
         cur.execute("INSERT INTO deployment_measurements BY NAME SELECT * FROM seed_deployments")
+        cur.execute("DELETE FROM serving_power")
+        cur.register("seed_power", power)
+        cur.execute("INSERT INTO serving_power BY NAME SELECT * FROM seed_power")
         cur.execute("DELETE FROM seed_state")
         cur.execute("INSERT INTO seed_state VALUES ($h, now())", {"h": current})
     return True

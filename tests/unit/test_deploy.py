@@ -18,7 +18,7 @@ from core.evidence.predictor import with_predictor
 from core.model.scenario import Scenario
 from core.plan import load as ld
 from core.plan.deploy import Pool, Workload, kv_transfer_s, plan_deployments, plan_split, request_overhead_s, step_times
-from core.plan.layouts import Layout
+from core.plan.layouts import Layout, serving_power_w
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_the_issues_three_deployments_are_planned_both_ways(pcat, model, gpu, fr
     w = Workload(rate_per_s=10, prompt=2000, output=500)
     plans = plan_deployments(pcat, base, w, [gpu])
     assert sorted(p.mode for p in plans) == ["aggregated", "disaggregated"]
-    power = float(pcat.hardware.power_w[pcat.gpu_index[gpu]])
+    power, _ = serving_power_w(pcat, gpu)
     for p in plans:
         assert p.meets and p.ttft_p90_s <= 2.0 and p.tpot_p90_s <= 0.05
         assert p.ttft_p50_s <= p.ttft_p90_s <= p.ttft_p99_s
@@ -150,3 +150,24 @@ def test_goodput_is_the_highest_rate_that_meets_the_targets(pcat):
         return result.meets(w.max_ttft_p90_s - plan.steps[3], w.max_tpot_p90_s)
 
     assert meets(good) and not meets(good * 1.1)
+
+
+def test_energy_uses_the_published_serving_power_where_there_is_one(cat):
+    """H100 SXM: the ten published per-GPU serving figures (ML.ENERGY v3's one-GPU means, its 4-GPU Llama 3.1 70B sum
+    over 4, InferenceX's per-GPU means) have the median 580.8 W, below the 700 W TDP; the H200 SXM has none, so its
+    board power, 700 W, is the bound used and said."""
+    import csv
+
+    from core.store.paths import SEED
+
+    rows = list(csv.DictReader((SEED / "serving_power.csv").open(encoding="utf-8")))
+    mine = [
+        float(r["value"]) / (1 if r["metric"] == "gpu_power_w" else int(r["num_gpus"]))
+        for r in rows
+        if r["gpu"] == "h100-sxm" and r["metric"] in ("gpu_power_w", "system_power_w")
+    ]
+    assert len(mine) == 10
+    watts, basis = serving_power_w(cat, "h100-sxm")
+    assert watts == pytest.approx(sorted(mine)[4] / 2 + sorted(mine)[5] / 2) and watts == pytest.approx(580.79, abs=0.01)
+    assert basis.startswith("measured: the median of 10 published serving figures")
+    assert serving_power_w(cat, "h200-sxm") == (700.0, "board power (TDP): the upper bound, no serving figure published")

@@ -64,3 +64,17 @@ def test_a_bad_seed_row_is_named(tmp_path, cat):
     pl.read_csv(SEED / "deployments.csv", infer_schema_length=0).drop("cause").write_csv(seed / "deployments.csv")
     with pytest.raises(DeploymentError, match="missing column"):
         deployment_seed_frame(seed, gpus, models)
+
+
+def test_a_bad_serving_power_row_is_named(tmp_path, cat):
+    from core.catalogue.serving_power import power_seed_frame
+
+    seed = tmp_path / "seed"
+    seed.mkdir()
+    frame = pl.read_csv(SEED / "serving_power.csv", infer_schema_length=0)
+    assert power_seed_frame(SEED, set(cat.gpu_index), set(cat.model_index)).height == frame.height == 25
+    frame.with_columns(pl.when(pl.col("id") == "pwr-002").then(pl.lit("-5")).otherwise(pl.col("value")).alias("value")).write_csv(
+        seed / "serving_power.csv"
+    )
+    with pytest.raises(DeploymentError, match=r"serving_power.csv row 3 \(pwr-002\): value: Input should be greater than 0"):
+        power_seed_frame(seed, set(cat.gpu_index), set(cat.model_index))
