@@ -383,6 +383,27 @@ def _deployments_options(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=cmd_deployments)
 
 
+def _layout_options(parser: argparse.ArgumentParser) -> None:
+    from core.model.scenario import add_cli_arguments
+    from core.plan.layouts import Layout
+
+    add_cli_arguments(parser)
+    for name, info in Layout.model_fields.items():
+        kind = type(info.default)
+        if kind is bool:
+            parser.add_argument("--" + name.replace("_", "-"), dest=name, action="store_true", help=info.description)
+        else:
+            parser.add_argument(
+                "--" + name.replace("_", "-"),
+                dest=name,
+                type=kind,
+                default=info.default,
+                help=f"{info.description} (default {info.default})",
+            )
+    parser.add_argument("--prefill", action="store_true", help="time the prefill of the batch's prompts instead of a decode step")
+    parser.set_defaults(func=cmd_layout)
+
+
 #: Every command: the line `--help` gives it, the function that adds its options, whether it takes --db and --json.
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], bool]] = {
     "gpus": ("list accelerators", _gpus_options, True),
@@ -415,6 +436,12 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], bool]]
         "plans for a request rate past one tensor-parallel group: aggregated replicas and disaggregated prefill and decode "
         "pools, with expert, pipeline and data parallel layouts, p50/p90/p99 from a simulation, priced, with energy",
         _deploy_options,
+        True,
+    ),
+    "layout": (
+        "one replica's step under a parallel layout (tensor, attention data, expert, pipeline parallel): its time at the "
+        "roofs and as the framework is expected to run it, its communication, and its memory",
+        _layout_options,
         True,
     ),
     "deployments": (
@@ -1183,6 +1210,32 @@ def _trace(path: str) -> Any:
             return read_trace(handle.read(), os.path.basename(path))
     except ValueError as exc:
         raise CliError(f"--trace: {exc}") from None
+
+
+def cmd_layout(args: argparse.Namespace) -> dict[str, Any]:
+    import dataclasses
+
+    from core.model.scenario import from_cli
+    from core.plan.layouts import Layout, check, layout_memory, layout_step
+
+    cat = _catalogue(args)
+    sc = from_cli(args)
+    layout = Layout.model_validate({n: getattr(args, n) for n in Layout.model_fields})
+    problems = check(cat, sc, layout)
+    if problems:
+        raise CliError("; ".join(problems))
+    out: dict[str, Any] = {"layout": layout.label, "gpus_per_replica": layout.gpus_per_replica, "gpus": layout.gpus}
+    for name, predictor in (("ceiling", None), ("predicted", cat.predictor)):
+        step = layout_step(cat, sc, layout, prefill=args.prefill, predictor=predictor)
+        record = {k: v for k, v in dataclasses.asdict(step).items() if k != "layout"}
+        out[name] = {
+            **record,
+            "tokens_per_s": step.tokens_per_s,
+            "tokens_per_s_per_gpu": step.tokens_per_s / layout.gpus_per_replica,
+            "bound": step.bound,
+        }
+    out["memory"] = dataclasses.asdict(layout_memory(cat, sc, layout))
+    return out
 
 
 def cmd_deployments(args: argparse.Namespace) -> dict[str, Any]:

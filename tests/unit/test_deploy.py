@@ -171,3 +171,20 @@ def test_energy_uses_the_published_serving_power_where_there_is_one(cat):
     assert watts == pytest.approx(sorted(mine)[4] / 2 + sorted(mine)[5] / 2) and watts == pytest.approx(580.79, abs=0.01)
     assert basis.startswith("measured: the median of 10 published serving figures")
     assert serving_power_w(cat, "h200-sxm") == (700.0, "board power (TDP): the upper bound, no serving figure published")
+
+
+def test_the_cli_times_one_layout_and_refuses_one_that_cannot_run(capsys, tmp_path, cat):
+    from core.plan.layouts import layout_memory, layout_step
+
+    db = str(tmp_path / "d.duckdb")
+    argv = ["layout", "--db", db, "--gpu", "h200-sxm", "--model", "deepseek-v3", "--weights", "fp8", "--kv", "fp8", "--batch", "1024"]
+    assert main([*argv, "--context", "2048", "--tp", "1", "--dp-attention", "16", "--expert-parallel", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    sc = Scenario(gpu="h200-sxm", model="deepseek-v3", weights="fp8", kv="fp8", batch=1024, context=2048)
+    layout = Layout(tp=1, dp_attention=16, expert_parallel=True)
+    assert out["layout"] == "DP-attention 16 x EP16" and out["gpus"] == 16
+    assert out["ceiling"]["time_s"] == pytest.approx(layout_step(cat, sc, layout).time_s, rel=1e-12)
+    assert out["memory"]["max_batch"] == layout_memory(cat, sc, layout).max_batch
+    assert out["predicted"]["time_s"] > out["ceiling"]["time_s"]
+    assert main([*argv, "--tp", "16"]) == 2
+    assert "tensor parallel 16 is past the h200-sxm scale-up domain of 8 GPUs" in capsys.readouterr().err
