@@ -126,15 +126,25 @@ def test_a_price_typed_in_the_editor_is_what_the_table_says_it_rests_on(server, 
     cells = grid.locator('[role="gridcell"]')
     row = [cells.nth(i).inner_text() for i in range(4, 8)]
     assert row[0] == "AMD Instinct MI325X" and row[3].startswith("no price: no on-demand instance rate published")
-    box = grid.bounding_box()
-    assert box is not None
-    page.mouse.dblclick(box["x"] + 260, box["y"] + 35 + 35 + 17)  # the second row's "your price" cell
-    editing = page.locator("input.gdg-input")  # the grid's cell editor, open
-    editing.wait_for()
-    with rerun(page):
-        editing.fill("2.5")
-        editing.press("Enter")
-    expect(cells.nth(7)).to_have_text("$2.50 per GPU-hour: your price")
+    # the second row's "your price" cell, double-clicked open and typed into; on a loaded machine one full run in four
+    # lost the edit (the grid redrew under the open editor and the cell kept its text), so a lost edit is typed again,
+    # at most three times: a price the page never takes still fails
+    for attempt in range(3):
+        still(grid)
+        box = grid.bounding_box()
+        assert box is not None
+        page.mouse.dblclick(box["x"] + 260, box["y"] + 35 + 35 + 17)
+        editing = page.locator("input.gdg-input")  # the grid's cell editor, open
+        editing.wait_for()
+        with rerun(page, 0):  # the price it shows is waited for below, not a count of reruns (a lost edit asks for none)
+            editing.fill("2.5")
+            editing.press("Enter")
+        try:
+            expect(cells.nth(7)).to_have_text("$2.50 per GPU-hour: your price", timeout=30_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
     assert cells.nth(6).inner_text() == "2.5" and "cmp_rent=mi325x%3A2.5" in page.url
 
 
