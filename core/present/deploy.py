@@ -16,6 +16,7 @@ from core.model.scenario import Scenario
 from core.plan import load as ld
 from core.plan.costs import Ownership
 from core.plan.deploy import Plan, Workload, frontier, plan_deployments, plan_goodput, plan_split
+from core.plan.published import score_deployments
 from core.present.charts import ACCELERATOR_COLOURS, log_ticks, positive
 
 Spec = dict[str, Any]
@@ -35,6 +36,7 @@ class DeployView:
     headline: str | None
     basis: str
     unplanned: list[str]
+    published: pl.DataFrame  # the published deployments of the model (core.plan.published), picked accelerators first
 
 
 ENERGY_BASIS = (
@@ -265,4 +267,35 @@ def deploy_view(
         headline=headline(plans, names, workload),
         basis=basis,
         unplanned=[g for g in gpus if not any(p.decode.gpu == g for p in plans)],
+        published=published_table(cat, base.model, gpus),
+    )
+
+
+def published_table(cat: Catalogue, model: str, gpus: Sequence[str]) -> pl.DataFrame:
+    """The published deployments of `model` set against their layouts (core.plan.published), in reading units: the
+    picked accelerators' rows first, each with its layout, batch, measured figure, ceiling, expected figure and
+    source."""
+    names = {g: acc.name for g, acc in cat.accelerators.items()}
+    rows = score_deployments(cat).filter((pl.col("model") == model) & pl.col("unscored").is_null())
+    if not rows.height:
+        return pl.DataFrame()
+    picked = list(gpus)
+    return (
+        rows.with_columns(pl.col("gpu").is_in(picked).alias("_picked"))
+        .sort(["_picked", "gpu", "id"], descending=[True, False, False])
+        .select(
+            pl.col("gpu").replace_strict(names, default=pl.col("gpu")).alias("Accelerator"),
+            pl.col("layout").alias("Layout (one instance)"),
+            pl.col("batch").alias("Batch"),
+            pl.col("batch_basis").alias("Batch from"),
+            pl.col("metric").alias("Figure"),
+            pl.col("measured").alias("Measured"),
+            pl.col("ceiling").alias("Ceiling"),
+            pl.col("predicted").alias("Expected"),
+            pl.col("unit").alias("Unit"),
+            pl.col("share_of_ceiling").alias("Share of ceiling"),
+            pl.col("predicted_error").alias("Expected's error"),
+            pl.col("cause").alias("Above its ceiling because"),
+            pl.col("source_url").alias("Source"),
+        )
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import polars as pl
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue
@@ -208,6 +209,28 @@ def deployments_view(cat: Catalogue, sc: Scenario, names: Mapping[str, str], box
         )
     data_table(fig.table, "deployment plans", key="dp_table")
     st.caption(escape_markdown(ENERGY_BASIS))
+    if fig.published.height:
+        mine = fig.published.filter(pl.col("Accelerator").is_in([names[g] for g in picked])).height
+        st.markdown(
+            f"**Published deployments of {escape_markdown(model)}** ({fig.published.height:,}; {mine:,} on the accelerators picked)"
+        )
+        st.caption(
+            "Each published figure set against the layout its source prints, on one instance of its pool (roofline "
+            "deployments --json; how a row is read: core/plan/published.py). Share of ceiling above 100% is a finding, "
+            "with its cause; where no batch is printed the ceiling is the bound at the largest batch the layout holds."
+        )
+        data_table(
+            fig.published,
+            "published deployments",
+            key="dp_published",
+            download=False,
+            column_config={
+                "Source": st.column_config.LinkColumn("Source", display_text="source ↗", help="The page or file the figure is printed in."),
+                "Share of ceiling": st.column_config.ProgressColumn(
+                    format="percent", min_value=0.0, max_value=1.0, help="Of its layout's ceiling; above 100%: a finding."
+                ),
+            },
+        )
     report_of_page(
         "Compare accelerators: deployments",
         sc,
@@ -218,7 +241,18 @@ def deployments_view(cat: Catalogue, sc: Scenario, names: Mapping[str, str], box
                 table=fig.table,
                 charts=(fig.chart,) if fig.chart else (),
                 line=title,
-            )
+            ),
+            *(
+                [
+                    Section(
+                        "Published deployments",
+                        text=f"The published deployments of {model}, each against its layout's ceiling.",
+                        table=fig.published,
+                    )
+                ]
+                if fig.published.height
+                else []
+            ),
         ],
         subject=title,
         gpus=picked,

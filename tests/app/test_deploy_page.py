@@ -34,6 +34,16 @@ def test_deployments_are_planned_priced_and_simulated(open_page, model, gpus, fr
     disagg = table[table["Serving"] == "disaggregated"]
     assert disagg["Plan"].str.contains(" prefill x ").all() and disagg["Plan"].str.contains(" decode x ").all()
     assert any(s.value.replace("\\", "").startswith("Cheapest at 10 requests/s: ") for s in at.success)
+    published = [d.value for d in at.dataframe if "Layout (one instance)" in d.value.columns]
+    if model == "deepseek-v3":  # Moreh's nine MI300X figures (EP=8 + DP=8) and AMD's EP16 one are among the 40 shown
+        rows = published[0]
+        assert len(rows) == 40 and (rows["Accelerator"] == "AMD Instinct MI300X").sum() == 10
+        assert set(rows["Accelerator"][:10]) == {"AMD Instinct MI300X"}  # the picked first (none scored on the H200)
+        assert (rows["Layout (one instance)"] == "DP-attention 8 x EP8").any()
+        above = rows[rows["Share of ceiling"] > 1.0]
+        assert above["Above its ceiling because"].notna().all()
+    else:  # no published deployment of Llama 3.1 405B: no table
+        assert not published
 
 
 def test_a_prefill_pool_on_another_accelerator_is_planned_and_its_crossing_said(open_page):
