@@ -226,7 +226,7 @@ def kv_transfer_s(cat: Catalogue, base: Scenario, workload: Workload, prefill: P
     kv = float(kv_elements_per_sequence(cat, s.model, s.number("context"))[0]) * float(s.kv_bytes[0])
     g = cat.gpu_index[prefill.gpu]
     senders = prefill.layout.gpus_per_replica
-    out = float(cat.hardware.scaleout_bytes_per_s[g]) if hasattr(cat.hardware, "scaleout_bytes_per_s") else math.nan
+    out = float(cat.hardware.scaleout_bytes_per_s[g])
     if math.isnan(out):
         seconds, ok = link_seconds(cat, g, 2, kv / senders)
         return seconds, False

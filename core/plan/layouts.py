@@ -198,7 +198,7 @@ def link_seconds(cat: Catalogue, gpu: int, group: int, message_bytes: float) -> 
     inside_s = message_bytes * (1.0 - outside) / one_way if outside < 1.0 else 0.0
     out_s = 0.0
     if outside > 0:
-        scaleout = float(getattr(hw, "scaleout_bytes_per_s", np.full(len(hw.ids), np.nan))[gpu])
+        scaleout = float(hw.scaleout_bytes_per_s[gpu])
         if math.isnan(scaleout):
             return (0.0 if math.isnan(inside_s) else inside_s), False
         out_s = message_bytes * outside / scaleout
@@ -305,7 +305,7 @@ def layout_step(
         beyond = not math.isnan(domain) and layout.gpus_per_replica > domain
         message = micro * q * hidden * act / layout.stage_gpus  # each GPU of a stage sends its share to its peer
         if beyond:
-            out = float(getattr(cat.hardware, "scaleout_bytes_per_s", np.full(len(cat.hardware.ids), np.nan))[g])
+            out = float(cat.hardware.scaleout_bytes_per_s[g])
             costed &= not math.isnan(out)
             pp_comm = (0.0 if math.isnan(out) else message / out) + latency
         else:
