@@ -29,16 +29,28 @@ def test_the_measured_page_opens_on_the_published_set_and_a_filtered_link_reprod
         page.keyboard.type("M2 Ultra")
         page.get_by_role("option", name="Apple M2 Ultra").first.click()
         page.keyboard.press("Escape")
-    # the framework's option: its rerun is waited for by the metric it changes (below), not by counting requests: in
-    # two full runs on a loaded machine the count never reached the one asked for although the link and the figure did
-    with rerun(page, 0):
-        main.get_by_role("combobox", name="Framework").click()
-        page.get_by_role("option", name="llama.cpp", exact=True).click()
-        page.keyboard.press("Escape")
+    # the framework's option, chosen again where a loaded machine lost the choice: in two full runs of six the filter
+    # never took (once the rerun count never arrived, once the page settled on the accelerator's 71 rows, the option's
+    # click landing on a dropdown the accelerator's rerun redrew); a choice the page never takes still fails, and the
+    # figure it must show is waited for, not a count of reruns
     expected = sum(1 for r in SHIPPED if r["gpu"] == "m2-ultra" and r["framework"] == "llama.cpp")
-    expect(page.locator("[data-testid='stMetric']").filter(has=page.get_by_text("Published measurements", exact=True))).to_contain_text(
-        f"{expected:,}"
-    )
+    figure = page.locator("[data-testid='stMetric']").filter(has=page.get_by_text("Published measurements", exact=True))
+    chosen = main.locator("[data-testid='stMultiSelect']").filter(has_text="Framework").locator("[data-tag] span[title='llama.cpp']")
+    for attempt in range(3):
+        if chosen.count():  # the last choice did take, late: its figure is what is left to wait for
+            expect(figure).to_contain_text(f"{expected:,}")
+            break
+        with rerun(page, 0):
+            main.get_by_role("combobox", name="Framework").click()
+            page.get_by_role("option", name="llama.cpp", exact=True).click()
+            page.keyboard.press("Escape")
+        try:
+            expect(figure).to_contain_text(f"{expected:,}", timeout=30_000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+    assert chosen.count() == 1  # the chip the loop looks for is the one chosen
     expect(page).to_have_url(re.compile(r"ms_ref_frameworks=llama\.cpp"))
     link = page.url
     assert "ms_ref_gpus=" in link
