@@ -8,6 +8,7 @@ them ("32 GPU, EP=32"), `gpus_per_node` the node a per-node figure is of, `cause
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,49 +28,6 @@ METRICS = (
     "tpot",
     "itl",
     "ttft",
-)
-_COUNTS = (
-    "total_gpus",
-    "prefill_instances",
-    "prefill_gpus_per_instance",
-    "prefill_tp",
-    "prefill_ep",
-    "decode_instances",
-    "decode_gpus_per_instance",
-    "decode_tp",
-    "decode_ep",
-    "pp",
-    "prefill_pool_gpus",
-    "decode_pool_gpus",
-    "gpus_per_node",
-    "input_tokens",
-    "output_tokens",
-    "concurrency",
-    "batch_per_gpu",
-)
-_TEXT = (
-    "id",
-    "source_url",
-    "publisher",
-    "campaign",
-    "framework",
-    "gpu",
-    "model",
-    "model_name",
-    "weights",
-    "kv",
-    "mode",
-    "prefill_dp_attention",
-    "decode_dp_attention",
-    "mtp",
-    "metric",
-    "unit",
-    "statistic",
-    "source_date",
-    "read_on",
-    "quote",
-    "note",
-    "cause",
 )
 #: The CSV's columns in order (the store's table has them too).
 CSV_COLUMNS = (
@@ -114,7 +72,6 @@ CSV_COLUMNS = (
     "note",
     "cause",
 )
-DEPLOYMENT_SCHEMA: dict[str, Any] = {c: (pl.Int64 if c in _COUNTS else pl.Float64 if c == "value" else pl.String) for c in CSV_COLUMNS}
 
 
 class DeploymentError(ValueError):
@@ -175,6 +132,21 @@ class Deployment(BaseModel):
         return value
 
 
+def frame_schema(record: type[BaseModel], columns: tuple[str, ...]) -> dict[str, Any]:
+    """The Polars schema of a seed table's `columns` from its record's field types: whole numbers Int64, numbers
+    Float64, the rest String."""
+
+    def kinds(annotation: Any) -> set[Any]:
+        args = typing.get_args(annotation)
+        return {annotation} if not args else set().union(*(kinds(a) for a in args))
+
+    schema: dict[str, Any] = {}
+    for column in columns:
+        found = kinds(record.model_fields[column].annotation)
+        schema[column] = pl.Int64 if int in found else pl.Float64 if float in found else pl.String
+    return schema
+
+
 def deployment_seed_frame(seed_dir: Path, gpu_ids: set[str], model_ids: set[str]) -> pl.DataFrame:
     """data/seed/deployments.csv as the store's `deployment_measurements` rows, every row validated (an accelerator or
     model named must be in the catalogue; either may be empty where the source's is not)."""
@@ -215,3 +187,6 @@ def read_seed_rows(
             raise DeploymentError(f"{path.name} row {line} ({rec['id']}): unknown model {rec['model']!r} (not in models.csv)")
         rows.append(rec)
     return rows
+
+
+DEPLOYMENT_SCHEMA: dict[str, Any] = frame_schema(Deployment, CSV_COLUMNS)

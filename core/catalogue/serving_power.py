@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.catalogue.deployments import read_seed_rows
+from core.catalogue.deployments import frame_schema, read_seed_rows
 
 CSV_COLUMNS = (
     "id",
@@ -38,8 +38,6 @@ CSV_COLUMNS = (
     "note",
 )
 METRICS = ("gpu_power_w", "system_power_w", "joules_per_output_token", "joules_per_token", "tokens_per_joule")
-_NUMBERS = {"num_gpus": pl.Int64, "batch": pl.Int64, "request_rate_per_s": pl.Float64, "value": pl.Float64}
-POWER_SCHEMA: dict[str, Any] = {c: _NUMBERS.get(c, pl.String) for c in CSV_COLUMNS}
 
 
 class ServingPower(BaseModel):
@@ -72,3 +70,6 @@ def power_seed_frame(seed_dir: Path, gpu_ids: set[str], model_ids: set[str]) -> 
     """data/seed/serving_power.csv as the store's `serving_power` rows, every row validated."""
     rows = read_seed_rows(seed_dir / "serving_power.csv", ServingPower, CSV_COLUMNS, gpu_ids, model_ids, "serving_power.csv")
     return pl.DataFrame(rows, schema=POWER_SCHEMA).select(list(CSV_COLUMNS))
+
+
+POWER_SCHEMA: dict[str, Any] = frame_schema(ServingPower, CSV_COLUMNS)
