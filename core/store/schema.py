@@ -10,8 +10,12 @@
 from __future__ import annotations
 
 import hashlib
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
+
+import duckdb
+import polars as pl
 
 from core.catalogue.deployments import deployment_seed_frame
 from core.catalogue.prices import price_seed_frame
@@ -20,8 +24,22 @@ from core.catalogue.seed import accelerator_seed_frame, model_seed_frame
 from core.catalogue.serving_power import power_seed_frame
 from core.store.paths import MIGRATIONS
 
-if TYPE_CHECKING:
-    from core.store.store import Store
+
+class Store(Protocol):
+    """What the schema needs of a store: its seed folder, cursors, transactions and named queries.
+
+    `core.store.store.Store` is one; the schema names only this shape, so the
+    store can import the schema without the schema importing the store.
+    """
+
+    seed_dir: Path
+
+    def connect(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
+
+    def transaction(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
+
+    def query(self, name: str, /, **params: Any) -> pl.DataFrame: ...
+
 
 _MIGRATIONS_TABLE = (
     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL)"

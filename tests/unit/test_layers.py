@@ -61,3 +61,37 @@ def test_private_names_stay_in_their_module():
             if module.split(".")[0] in ("core", "pages"):
                 taken += [f"{path.relative_to(ROOT)}: {module}.{n}" for n in names if n.startswith("_") and not n.startswith("__")]
     assert not taken, taken
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def test_no_module_of_core_or_pages_imports_itself_round_a_circle():
+    """Module to module, TYPE_CHECKING and function-local imports counted: a circle hidden behind one is still a circle."""
+    files = [*(ROOT / "core").rglob("*.py"), *(ROOT / "pages").rglob("*.py")]
+    known = {_module_name(p) for p in files}
+    edges: dict[str, set[str]] = {}
+    for path in files:
+        me = _module_name(path)
+        for module, names in _imports(path):
+            targets = {f"{module}.{n}" for n in names} | {module}
+            edges.setdefault(me, set()).update(t for t in targets if t in known and t != me and not me.startswith(f"{t}."))
+    circles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                circles.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    assert not circles, circles
