@@ -22,7 +22,7 @@ from pages.shared.ui import chip_rows, presentation_frame  # noqa: E402
 # is fetched from a font server on the internet, which an offline machine cannot reach.
 ICON = Path(__file__).resolve().parent / ".streamlit" / "favicon.svg"
 st.set_page_config(page_title="Roofline Explorer", page_icon=str(ICON), layout="wide")
-chip_rows()  # multiselect chips wrap instead of hiding past the box (pages.shared.ui.CHIP_ROWS_CSS)
+chip_rows()  # multiselect chips wrap instead of hiding past the box (pages.shared.streamlit_private.CHIP_ROWS_CSS)
 
 # The overview is the default page, served at the app's root ("/"); Streamlit gives a
 # default page no other address, so /overview (the name in older links and the docs)

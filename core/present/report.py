@@ -1,19 +1,21 @@
 """A self-contained HTML report of one scenario, for design reviews.
 
 Charts are embedded as SVG (rendered offline by vl-convert), every text that
-comes from data or a user is HTML-escaped, and the file needs nothing else:
-no script, no stylesheet link, no image file.
+comes from data or a user is HTML-escaped (a Jinja2 template with autoescape:
+templates/report.html.j2), and the file needs nothing else: no script, no
+stylesheet link, no image file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
+from jinja2 import Environment, PackageLoader
+from markupsafe import Markup
 
 from core.catalogue.catalogue import Catalogue
 from core.model.ceilings import ceiling, operation_table
@@ -56,6 +58,20 @@ HEADLINES = (
     ("min_gpus", "Fewest GPUs for this model", lambda v: f"{v}"),
 )
 
+
+#: The operation table's columns.
+OPERATION_COLUMNS = (
+    "Layer group",
+    "Operation",
+    "Layers",
+    "GFLOP",
+    "Weights (MB)",
+    "KV (MB)",
+    "Intensity (FLOP/B)",
+    "Bound",
+    "Time (µs)",
+    "Share",
+)
 
 #: A section's table shows at most this many rows (the page's CSV download has every one).
 MAX_ROWS = 200
@@ -159,7 +175,6 @@ def report_html(
     ).decode("utf-8")
     ops = operation_table(cat, scenario, communication=True)
     when = (generated or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    e = html.escape
 
     scenario_rows = [
         ("Accelerator", f"{gpu.name} ({scenario.gpu}) × {scenario.num_gpus}"),
@@ -184,84 +199,58 @@ def report_html(
                 f"draft {scenario.spec_draft_model}, {scenario.spec_draft_len} tokens, acceptance {scenario.spec_acceptance:.2f}",
             )
         )
-    sources = gpu.sources
     model_row = cat.models.filter(pl.col("id") == scenario.model).row(0, named=True)
-
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>Roofline report: {e(heading)}</title>",
-        "<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;color:#0f172a}"
-        "table{border-collapse:collapse;margin:1em 0;display:block;max-width:100%;overflow-x:auto}"
-        "td,th{border:1px solid #cbd5e1;padding:4px 8px;text-align:left;max-width:28em;overflow-wrap:break-word}"
-        ".long{overflow-wrap:anywhere}"
-        "th{background:#f1f5f9}.num{text-align:right}.flag{color:#b45309}</style>",
-        "</head><body>",
-        f"<h1>Roofline report: {e(heading)}</h1>",
-        f"<p>{e(page + ' · ' if page else '')}Generated {e(when)} by Roofline Explorer.</p>",
-    ]
-    if subject:  # the page's own view first; the sidebar's scenario after it, for reference
-        parts += [_section(s, line, said) for s in sections]
-        parts.append(f"<h2>The sidebar's scenario, for reference: {e(title)}</h2>")
-    parts += [
-        "<h2>Scenario</h2>" if not subject else "",
-        _table(None, scenario_rows),
-        "<h2>Headline figures</h2>",
-        _table(["Figure", "Value"], headline_figures(result)),
-    ]
-    for flag in result.flags:
-        parts.append(f'<p class="flag">Flag: {e(flag)}</p>')
-    if not subject:
-        parts += [_section(s, line, said) for s in sections]
-    parts += [
-        f"<p>{e(plain(plain_reading(cat, points, result)))}</p>",
-        "<h2>Roofline</h2>",
-        roof_svg,
-        "<h2>Ridge points</h2>",
-        ridge_svg,
-        "<h2>Decode step, operation by operation</h2>",
-        _table(
-            ["Layer group", "Operation", "Layers", "GFLOP", "Weights (MB)", "KV (MB)", "Intensity (FLOP/B)", "Bound", "Time (µs)", "Share"],
-            [
-                (
-                    r["group"],
-                    r["op"],
-                    r["layers"],
-                    _scaled(r["flops"], 1e9, 3),
-                    _scaled(r["weight_bytes"], 1e6),
-                    _scaled(r["kv_bytes"], 1e6),
-                    "n/a" if r["intensity"] is None else f"{r['intensity']:,.1f}",
-                    r["bound"],
-                    sig(r["time_s"] * 1e6, 4),
-                    f"{r['share']:.1%}",
-                )
-                for r in ops.iter_rows(named=True)
-            ],
+    published = model_row.get("published_total_params")
+    others = [g for g in dict.fromkeys(gpus) if g != scenario.gpu and g in cat.gpu_index]
+    return _TEMPLATE.render(
+        heading=heading,
+        title=title,
+        subject=subject,
+        page=page,
+        when=when,
+        sections=[_section(s, line, said) for s in sections],
+        max_rows=MAX_ROWS,
+        scenario_rows=scenario_rows,
+        headlines=headline_figures(result),
+        flags=result.flags,
+        reading=plain(plain_reading(cat, points, result)),
+        roof_svg=Markup(roof_svg),
+        ridge_svg=Markup(ridge_svg),
+        operation_columns=OPERATION_COLUMNS,
+        operations=[
+            (
+                r["group"],
+                r["op"],
+                r["layers"],
+                _scaled(r["flops"], 1e9, 3),
+                _scaled(r["weight_bytes"], 1e6),
+                _scaled(r["kv_bytes"], 1e6),
+                "n/a" if r["intensity"] is None else f"{r['intensity']:,.1f}",
+                r["bound"],
+                sig(r["time_s"] * 1e6, 4),
+                f"{r['share']:.1%}",
+            )
+            for r in ops.iter_rows(named=True)
+        ],
+        assumptions=ASSUMPTIONS,
+        accelerator_figures=[
+            ("Memory", si(gpu.memory_bytes, "B")),
+            ("Bandwidth", si(gpu.bandwidth_bytes_per_s, "B/s")),
+            (f"Dense {prec} peak", si(gpu.peak_flops[prec], "FLOP/s")),
+            ("Scale-up link", si(gpu.scaleup_bytes_per_s, "B/s") if gpu.scaleup_bytes_per_s else "none listed"),
+            ("Board power", f"{gpu.power_w:,.0f} W" if gpu.power_w else "not listed"),
+        ],
+        sources=gpu.sources,
+        notes=gpu.notes or "none",
+        others=[(cat.gpu(g).name, cat.gpu(g).sources) for g in others],
+        model_shape=(
+            f"config.json from {model_row.get('config_source') or 'an uploaded config.json'}; "
+            f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_heads} heads / {model.num_kv_heads} KV heads; "
+            f"{model_row['total_params'] / 1e9:,.2f} B parameters (published: "
+            f"{'n/a' if published is None else format(published / 1e9, ',.2f') + ' B'}, "
+            f"source {model_row.get('params_source') or 'n/a'})."
         ),
-        "<h2>Assumptions</h2>",
-        "<ul>" + "".join(f"<li>{e(a)}</li>" for a in ASSUMPTIONS) + "</ul>",
-        "<h2>Sources</h2>",
-        _table(
-            ["Accelerator figure", "Value"],
-            [
-                ("Memory", si(gpu.memory_bytes, "B")),
-                ("Bandwidth", si(gpu.bandwidth_bytes_per_s, "B/s")),
-                (f"Dense {prec} peak", si(gpu.peak_flops[prec], "FLOP/s")),
-                ("Scale-up link", si(gpu.scaleup_bytes_per_s, "B/s") if gpu.scaleup_bytes_per_s else "none listed"),
-                ("Board power", f"{gpu.power_w:,.0f} W" if gpu.power_w else "not listed"),
-            ],
-        ),
-        "<p>Accelerator sources: " + ", ".join(_source(u) for u in sources) + "</p>",
-        f"<p>Accelerator notes: {e(gpu.notes or 'none')}</p>",
-        *_page_sources(cat, [g for g in dict.fromkeys(gpus) if g != scenario.gpu and g in cat.gpu_index]),
-        f"<p>Model shape: config.json from {e(str(model_row.get('config_source') or 'an uploaded config.json'))}; "
-        f"{model.num_layers} layers, hidden {model.hidden_size}, {model.num_heads} heads / {model.num_kv_heads} KV heads; "
-        f"{model_row['total_params'] / 1e9:,.2f} B parameters (published: "
-        f"{'n/a' if model_row.get('published_total_params') is None else format(model_row['published_total_params'] / 1e9, ',.2f') + ' B'}, "
-        f"source {e(str(model_row.get('params_source') or 'n/a'))}).</p>",
-        "</body></html>",
-    ]
-    return "\n".join(parts)
+    )
 
 
 def _cell(value: Any) -> str:
@@ -275,32 +264,23 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _section(section: Section, line: str, parts: Sequence[str]) -> str:
-    """One section of the page: its heading, sentence, figures, table (at most MAX_ROWS rows) and charts as SVG."""
-    e = html.escape
-    out = [f"<h2>{e(section.title)}</h2>"]
-    if section.text:
-        out.append(f"<p>{e(section.text)}</p>")
-    if section.figures:
-        out.append(_table(["Figure", "Value"], list(section.figures)))
+def _section(section: Section, line: str, parts: Sequence[str]) -> dict[str, Any]:
+    """One section of the page for the template: its heading, sentence, figures, table (at most MAX_ROWS rows) and
+    charts as SVG."""
     frame = section.table
-    if frame is not None and frame.height:
-        if frame.height > MAX_ROWS:
-            out.append(f"<p>The first {MAX_ROWS:,} of {frame.height:,} rows (the page's CSV download holds every one).</p>")
-        rows = [tuple(_cell(v) for v in row) for row in frame.head(MAX_ROWS).iter_rows()]
-        out.append(_table(list(frame.columns), rows))
-    for chart in section.charts:
-        shown = titled(chart, line, parts) if section.line is None else titled(chart, section.line)
-        out.append(export_chart(shown, "svg").decode("utf-8"))
-    return "\n".join(out)
-
-
-def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:
-    """An HTML table; every cell escaped."""
-    e = html.escape
-    head = "<tr>" + "".join(f"<th{_wrap(c)}>{e(c)}</th>" for c in columns) + "</tr>" if columns else ""
-    body = "".join("<tr>" + "".join(f"<td{_wrap(str(c))}>{e(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table>{head}{body}</table>"
+    rows = [tuple(_cell(v) for v in row) for row in frame.head(MAX_ROWS).iter_rows()] if frame is not None else []
+    return {
+        "title": section.title,
+        "text": section.text,
+        "figures": list(section.figures),
+        "height": 0 if frame is None else frame.height,
+        "columns": [] if frame is None else list(frame.columns),
+        "rows": rows,
+        "svgs": [
+            Markup(export_chart(titled(chart, line, parts) if section.line is None else titled(chart, section.line), "svg").decode())
+            for chart in section.charts
+        ],
+    }
 
 
 #: A word longer than this (a URL, an id) may break anywhere in its cell, so the table keeps to the page; shorter ones
@@ -308,9 +288,9 @@ def _table(columns: list[str] | None, rows: list[tuple[Any, ...]]) -> str:
 LONG_WORD = 24
 
 
-def _wrap(text: str) -> str:
+def _wrap(text: object) -> Markup:
     """The cell's class: `long` where one of its words is longer than LONG_WORD characters."""
-    return ' class="long"' if any(len(w) > LONG_WORD for w in text.split()) else ""
+    return Markup(' class="long"') if any(len(w) > LONG_WORD for w in str(text).split()) else Markup("")
 
 
 def _scaled(value: float | None, unit: float, digits: int = 4) -> str:
@@ -319,21 +299,15 @@ def _scaled(value: float | None, unit: float, digits: int = 4) -> str:
     return "—" if value is None else sig(value / unit, digits)
 
 
-def _source(url: str) -> str:
+def _source(url: str) -> Markup:
     """A source as HTML: a link where it is a web address (core.present.text.web_link), else its text, escaped."""
     target = web_link(url)
     if target is None:
-        return f"{html.escape(url)} (not a web address: not linked)"
-    return f'<a href="{html.escape(target, quote=True)}">{html.escape(url)}</a>'
+        return Markup("{} (not a web address: not linked)").format(url)
+    return Markup('<a href="{}">{}</a>').format(target, url)
 
 
-def _page_sources(cat: Catalogue, gpus: Sequence[str]) -> list[str]:
-    """The sources of the other accelerators the page shows, each with its datasheet figures' source links."""
-    if not gpus:
-        return []
-    out = ["<h3>The page's other accelerators</h3>", "<ul>"]
-    for g in gpus:
-        acc = cat.gpu(g)
-        links = ", ".join(_source(u) for u in acc.sources) or "none listed"
-        out.append(f"<li>{html.escape(acc.name)}: {links}</li>")
-    return [*out, "</ul>"]
+_ENV = Environment(loader=PackageLoader("core.present", "templates"), autoescape=True)
+_ENV.filters["wrap"] = _wrap
+_ENV.globals["source"] = _source
+_TEMPLATE = _ENV.get_template("report.html.j2")

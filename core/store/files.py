@@ -2,12 +2,18 @@
 
 DuckDB lets one process at a time hold a file read-write. Every operation
 (one query, one transaction) runs on its own cursor of a connection that the
-process opens when its first operation starts and closes `hold_s` (0.25 s)
-after the last one ends, or at once when another process is waiting for the
-file (a waiting process leaves a `<db>.wait-<pid>` marker beside it). So a
-process holds the file only while it works. When another process holds it,
-opening is retried with growing pauses for up to `busy_timeout` seconds
-(10 s, ROOFLINE_BUSY_TIMEOUT), then StoreError("store busy: ...").
+process opens when its first operation starts and closes `hold_s` (0.25 s,
+ROOFLINE_HOLD_S) after the last one ends, or at once when another process is
+waiting for the file. So a process holds the file only while it works.
+
+The turn is a `filelock` lock beside the file (`<db>.lock`, gone when
+released): a process that opens the file read-write takes it first, waiting
+up to `busy_timeout` seconds (10 s, ROOFLINE_BUSY_TIMEOUT) and then
+StoreError("store busy: ..."). While it waits it leaves a `<db>.wait-<pid>`
+marker beside the file, which the holder reads as "close soon". A reader
+that may not write (ROOFLINE_READ_ONLY=1) takes no lock, and a program
+outside the app (the DuckDB shell) takes none either: against those DuckDB's
+own lock is retried, with growing pauses, within the same time.
 """
 
 from __future__ import annotations
@@ -22,11 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
+from filelock import FileLock, Timeout
 
-from core.store.paths import StoreError
-
-BUSY_TIMEOUT_S = 10.0
-HOLD_S = 0.25  # keep the file open this long after the last operation (opening costs ~30 ms)
+from core.store.paths import StoreError, store_settings
 
 
 def _is_lock_conflict(exc: BaseException) -> bool:
@@ -40,10 +44,9 @@ class SharedFile:
     def __init__(self, path: Path, *, read_only: bool, busy_timeout: float | None = None) -> None:
         self.path = path
         self.read_only = read_only
-        env_timeout = os.environ.get("ROOFLINE_BUSY_TIMEOUT")
-        self.busy_timeout = busy_timeout if busy_timeout is not None else float(env_timeout) if env_timeout else BUSY_TIMEOUT_S
-        env_hold = os.environ.get("ROOFLINE_HOLD_S")
-        self.hold_s = float(env_hold) if env_hold else HOLD_S
+        env = store_settings()
+        self.busy_timeout = busy_timeout if busy_timeout is not None else env.busy_timeout
+        self.hold_s = env.hold_s
         self._hold = threading.Condition()
         self._held: duckdb.DuckDBPyConnection | None = None
         self._users = 0
@@ -51,6 +54,9 @@ class SharedFile:
         self._timer: threading.Timer | None = None
         self._yielding = False
         self._local = threading.local()
+        # one lock object per file in a process (is_singleton), taken by count across its threads and stores, as the
+        # process's own connections share DuckDB's one database instance
+        self._turn = None if read_only else FileLock(f"{path}.lock", thread_local=False, is_singleton=True)
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -109,8 +115,12 @@ class SharedFile:
 
     def _close_held(self) -> None:
         if self._held is not None:
-            self._held.close()
-            self._held = None
+            try:
+                self._held.close()
+            finally:
+                self._held = None
+                if self._turn is not None:
+                    self._turn.release()
 
     def _yield_to_others(self) -> None:
         """Let a waiting process in: close once no operation runs, pause while it still waits (bounded)."""
@@ -141,8 +151,45 @@ class SharedFile:
                 return True
         return False
 
+    def _busy(self, attempts: int) -> StoreError:
+        return StoreError(
+            f"store busy: {self.path} is held by another process (waited {self.busy_timeout:.0f} s"
+            + (f", tried {attempts} times" if attempts > 1 else "")
+            + "); try again"
+        )
+
+    def _take_turn(self, deadline: float) -> None:
+        """This process's turn at the file: at once if free, else waiting (its marker beside the file) until the deadline."""
+        assert self._turn is not None
+        try:
+            self._turn.acquire(blocking=False)
+            return
+        except Timeout:
+            pass
+        marker = self._marker()
+        try:
+            with contextlib.suppress(OSError):
+                marker.touch()
+            self._turn.acquire(timeout=max(deadline - time.monotonic(), 0.0), poll_interval=0.01)
+        except Timeout:
+            raise self._busy(1) from None
+        finally:
+            with contextlib.suppress(OSError):
+                marker.unlink(missing_ok=True)
+
     def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.busy_timeout
+        if self._turn is not None:
+            self._take_turn(deadline)
+        try:
+            return self._connect(deadline)
+        except BaseException:
+            if self._turn is not None:
+                self._turn.release()
+            raise
+
+    def _connect(self, deadline: float) -> duckdb.DuckDBPyConnection:
+        """DuckDB's connection, retried while a holder that takes no turn (a reader, another program) has the file."""
         pause = 0.01
         attempts = 0
         marker = self._marker()
@@ -156,17 +203,15 @@ class SharedFile:
                         raise StoreError(f"cannot open the store at {self.path}: {exc}") from exc
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        raise StoreError(
-                            f"store busy: {self.path} is held by another process (tried {attempts} times in "
-                            f"{self.busy_timeout:.0f} s); try again"
-                        ) from exc
+                        raise self._busy(attempts) from exc
                     with contextlib.suppress(OSError):
                         marker.touch()
                     time.sleep(min(left, pause * (0.5 + random.random())))
                     pause = min(pause * 2, 0.25)
         finally:
-            with contextlib.suppress(OSError):
-                marker.unlink(missing_ok=True)
+            if attempts > 1:
+                with contextlib.suppress(OSError):
+                    marker.unlink(missing_ok=True)
 
     def signature(self) -> tuple[int, ...]:
         """Inode, size and modification time of the file and its WAL: they change with every write, from any process."""

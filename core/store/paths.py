@@ -4,14 +4,16 @@ In a checkout (the app, `pip install -e .`) the queries and migrations are
 read from queries/ and the seed from data/seed/, and the DuckDB file defaults
 to data/roofline.duckdb there. An installed wheel (`pip install .`) carries
 both folders inside the package as core/bundled/ (pyproject.toml maps them)
-and keeps its DuckDB file per user, under $XDG_DATA_HOME (default
-~/.local/share)/roofline-explorer/. ROOFLINE_DB or --db moves the file.
+and keeps its DuckDB file per user, in platformdirs' user data folder
+(on Linux $XDG_DATA_HOME, default ~/.local/share, then roofline-explorer/).
+ROOFLINE_DB or --db moves the file (`core.settings`).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from core.settings import Settings, SettingsError, settings, user_data_dir
 
 _CHECKOUT = Path(__file__).resolve().parents[2]
 IN_CHECKOUT = (_CHECKOUT / "queries").is_dir() and (_CHECKOUT / "data" / "seed").is_dir()
@@ -19,10 +21,6 @@ _FILES = _CHECKOUT if IN_CHECKOUT else Path(__file__).resolve().parents[1] / "bu
 QUERIES = _FILES / "queries"
 MIGRATIONS = QUERIES / "migrations"
 SEED = _CHECKOUT / "data" / "seed" if IN_CHECKOUT else _FILES / "seed"
-
-
-def _user_data() -> Path:
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "roofline-explorer"
 
 
 class StoreError(RuntimeError):
@@ -36,17 +34,25 @@ class ReadOnlyError(StoreError):
 READ_ONLY_MESSAGE = "the store is read-only (ROOFLINE_READ_ONLY=1): nothing is saved; run without it to save changes"
 
 
+def store_settings() -> Settings:
+    """The environment's settings, a malformed one as the StoreError that names it."""
+    try:
+        return settings()
+    except SettingsError as exc:
+        raise StoreError(str(exc)) from None
+
+
 def default_db_path() -> Path:
     """`ROOFLINE_DB` when set, else data/roofline.duckdb in a checkout, else the user's data folder."""
-    env = os.environ.get("ROOFLINE_DB")
-    if env:
-        return Path(env)
-    return _CHECKOUT / "data" / "roofline.duckdb" if IN_CHECKOUT else _user_data() / "roofline.duckdb"
+    db = store_settings().db
+    if db is not None:
+        return db
+    return _CHECKOUT / "data" / "roofline.duckdb" if IN_CHECKOUT else user_data_dir() / "roofline.duckdb"
 
 
 def read_only_from_env() -> bool:
     """Whether ROOFLINE_READ_ONLY asks for a read-only store (1, true, yes, on)."""
-    return os.environ.get("ROOFLINE_READ_ONLY", "").strip().lower() in {"1", "true", "yes", "on"}
+    return store_settings().read_only
 
 
 def read_sql(name: str) -> str:

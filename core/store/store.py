@@ -113,7 +113,7 @@ class Store:
         finally:
             self._building = False
         if not self.in_memory:
-            # closing checkpoints what building wrote into the file now: closed later (HOLD_S after the last read),
+            # closing checkpoints what building wrote into the file now: closed later (ROOFLINE_HOLD_S after the last read),
             # the checkpoint changed the file's signature, so the first catalogue loaded from it looked stale and was
             # built again (about 0.2 s of the first page after a cold start)
             self.file.close()

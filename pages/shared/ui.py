@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -10,7 +9,6 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 import streamlit as st
-from streamlit.dataframe_util import convert_arrow_table_to_arrow_bytes
 
 from core.evidence.reference import evidence_for
 from core.present.charts import export_chart
@@ -19,8 +17,10 @@ from core.present.exports import scenario_line, scenario_parts, titled
 from core.present.predicted import band_text, expected_ttft, help_text, share_of_ceiling
 from core.present.tables import csv_ready, number_formats, table_width
 from core.present.text import DASH, duration, escape_markdown, plural, si
+from core.settings import settings
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import scenario
+from pages.shared.streamlit_private import CHIP_ROWS_CSS, PRESENT_CSS, arrow_bytes
 
 
 def _slug(name: str) -> str:
@@ -117,7 +117,7 @@ def chart_exports(chart: Any, name: str, *, line: str | None = None, parts: Sequ
 #: Room (px) around every chart on a page, as vl-convert leaves in an export.
 CHART_PADDING = {"left": 5, "top": 5, "right": 5, "bottom": 5}
 #: ROOFLINE_SVG_CHARTS=1 (the browser tests' servers): every chart drawn as SVG, not on a canvas.
-SVG_CHARTS = os.environ.get("ROOFLINE_SVG_CHARTS") == "1"
+SVG_CHARTS = settings().svg_charts
 
 
 def show_chart(spec: dict[str, Any], target: Any = None, *, width: str = "content", height: int | None = None) -> None:
@@ -148,7 +148,7 @@ def _arrow(rows: Any) -> Any:
     if not isinstance(rows, list):
         return rows
     try:
-        return convert_arrow_table_to_arrow_bytes(pa.Table.from_pylist(rows))
+        return arrow_bytes(pa.Table.from_pylist(rows))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return rows
 
@@ -317,29 +317,10 @@ def _arrow_table(frame: pl.DataFrame) -> pa.Table:
     return frame.to_arrow(compat_level=pl.CompatLevel.oldest())
 
 
-#: Streamlit 1.6x lays a multiselect's chips on one line that scrolls sideways inside the box, so
-#: the chips past its width are hidden (three accelerators in the roofline's overlay at 1280 px show
-#: one and a half). These three rules let the chips wrap onto more lines and the box grow to hold
-#: them: the box's fixed 40 px height, the tag row's no-wrap and its scrolling are the only changes
-#: (min-width 0 keeps the wrapping row from pushing the clear and open buttons out of the box).
-CHIP_ROWS_CSS = """<style>
-[data-testid="stMultiSelect"] .react-aria-ComboBox > [role="group"] { height: auto; max-height: none; }
-[data-testid="stMultiSelectTagsContainer"] { flex-wrap: wrap; overflow: visible; min-width: 0; }
-[data-testid="stMultiSelectTagsContainer"] > [role="group"] { flex-wrap: wrap; }
-</style>"""
-
-
 def chip_rows() -> None:
     """Every multiselect shows all its chips, wrapped onto as many lines as they need (CHIP_ROWS_CSS); once per run."""
     st.html(CHIP_ROWS_CSS)
 
-
-#: Presentation mode's frame: the page starts just under Streamlit's header (3.75rem, a bar drawn over the page)
-#: instead of 6rem down, so that a page's headline and lead chart fit one 1280 x 800 projector screen (PRESENT_SCREEN).
-PRESENT_CSS = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 3.75rem; padding-bottom: 2rem; }
-[data-testid="stMain"] h1 { padding-top: 0; padding-bottom: 0.5rem; }
-</style>"""
 
 #: The screen presentation mode is laid out for (px): a projector's 1280 x 800.
 PRESENT_SCREEN = (1280, 800)

@@ -105,14 +105,11 @@ def _run(server_timeout_s: float) -> None:
 def _until_serving(timeout_s: float) -> None:
     """Wait until Streamlit's runtime runs (the server listens): the app's modules create their caches on import,
     which need the runtime, and work done before it would only delay the server's start."""
-    from streamlit.runtime import Runtime, RuntimeState
+    from pages.shared.streamlit_private import runtime_serving
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if Runtime.exists() and Runtime.instance().state in (
-            RuntimeState.NO_SESSIONS_CONNECTED,
-            RuntimeState.ONE_OR_MORE_SESSIONS_CONNECTED,
-        ):
+        if runtime_serving():
             return
         time.sleep(0.01)
     raise TimeoutError(f"the server did not start within {timeout_s:.0f} s")

@@ -6,7 +6,7 @@ overlaid roofs on the roofline, so multiselects hold chips) this checks, in [dat
 - every dataframe, chart and multiselect ends within its parent block and within the main area
   (getBoundingClientRect right edges; a chart's drawing, its canvas or svg, not only its box);
 - every multiselect chip, and its clear and open buttons, lie inside its box (Streamlit 1.6x
-  scrolls chips sideways out of sight unless pages.shared.ui.CHIP_ROWS_CSS wraps them);
+  scrolls chips sideways out of sight unless pages.shared.streamlit_private.CHIP_ROWS_CSS wraps them);
 - every visible dataframe's last column header is in view, or reachable: its grid scrolls
   sideways to a header whose aria-colindex is the grid's aria-colcount, and the page says so
   under the table ("scroll the table sideways", pages.shared.ui.data_table).

@@ -9,14 +9,15 @@ from tests.helpers import ROOT
 
 #: package -> the core packages it may import (ARCHITECTURE.md, "The packages").
 ALLOWED = {
+    "settings": set(),
     "catalogue": set(),
     "probe": set(),
-    "store": {"catalogue"},
+    "store": {"catalogue", "settings"},
     "model": {"catalogue"},
     "plan": {"catalogue", "model"},
     "evidence": {"catalogue", "model", "store", "probe"},
     "present": {"catalogue", "model", "plan", "evidence"},
-    "cli": {"catalogue", "model", "evidence", "store", "plan", "present", "probe"},
+    "cli": {"catalogue", "model", "evidence", "store", "plan", "present", "probe", "settings"},
 }
 
 

@@ -86,3 +86,6 @@ def test_the_installed_command_runs_from_any_folder(tmp_path):
     assert out["ttft_s"] == pytest.approx(here.ttft_s, rel=1e-12)
     assert (tmp_path / "home" / ".local" / "share" / "roofline-explorer" / "roofline.duckdb").is_file()
     assert not list(elsewhere.iterdir())  # nothing written where it ran
+    report = tmp_path / "r.html"  # the report's template travels in the wheel
+    roofline("report", "--gpu", "h100-sxm", "--model", "llama-3.1-8b", "--out", str(report))
+    assert "<h2>Headline figures</h2>" in report.read_text(encoding="utf-8")

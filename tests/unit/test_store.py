@@ -43,12 +43,12 @@ def test_first_open_creates_the_file_records_migrations_and_loads_the_seed(tmp_p
 
 def test_a_new_store_s_catalogue_is_loaded_once_not_again_when_the_file_is_next_closed(tmp_path):
     """Building a store writes the seed into DuckDB's write-ahead log; were it checkpointed only when the file is
-    next closed (HOLD_S after the first reads), the file would change under the catalogue just loaded from it, the
+    next closed (ROOFLINE_HOLD_S after the first reads), the file would change under the catalogue just loaded from it, the
     generation would move and the page's next run would build the catalogue again (a cold start's first page did)."""
     store = Store(tmp_path / "new.duckdb")
     cat = load_catalogue(store)
     generation = store.generation
-    store.file.close()  # what the idle timer does HOLD_S after the last read
+    store.file.close()  # what the idle timer does ROOFLINE_HOLD_S after the last read
     assert store.generation == generation
     assert load_catalogue(store) is cat
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from filelock import FileLock, Timeout
 
 from core.catalogue.catalogue import load_catalogue
 from core.evidence.importers import import_file, list_datasets
@@ -84,6 +85,39 @@ def test_a_busy_store_waits_for_the_other_process(tmp_path):
     t.join(30)
     assert result and result[0] > 40
     assert time.monotonic() - started < 20
+
+
+# an app process that holds the store inside one long transaction until a line arrives on stdin
+APP_HOLDER = (
+    "import sys; from core.store import Store; s = Store(sys.argv[1])\n"
+    "with s.transaction() as cur:\n"
+    "    cur.execute('SELECT 1'); print('held', flush=True); sys.stdin.readline()\n"
+    "s.close()"
+)
+
+
+@pytest.mark.slow  # starts processes
+def test_two_app_processes_take_turns_by_the_lock_beside_the_file(tmp_path):
+    """While an app process holds the store, another waits for its turn on `<db>.lock` (its marker beside the file
+    saying so) rather than retrying DuckDB, and gets it once the first lets go; no marker is left behind."""
+    db = tmp_path / "s.duckdb"
+    Store(db).close()
+    FileLock(tmp_path / "s.duckdb.lock").acquire(blocking=False).lock.release()  # free once a store has closed
+    holder = _spawn(APP_HOLDER, db)
+    with pytest.raises(Timeout):
+        FileLock(tmp_path / "s.duckdb.lock").acquire(blocking=False)  # the other process has its turn
+    result: list[int] = []
+    waiter = threading.Thread(target=lambda: result.append(Store(db, busy_timeout=20).query("accelerators").height))
+    waiter.start()
+    deadline = time.monotonic() + 10
+    while not list(tmp_path.glob("s.duckdb.wait-*")) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [m.name for m in tmp_path.glob("s.duckdb.wait-*")] == [f"s.duckdb.wait-{os.getpid()}"]
+    assert not result  # still waiting: the other process has the file
+    _finish(holder)
+    waiter.join(30)
+    assert result and result[0] > 40
+    assert not list(tmp_path.glob("s.duckdb.wait-*"))
 
 
 @pytest.mark.slow  # starts processes
