@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from core.catalogue.catalogue import load_catalogue  # noqa: E402
 from core.evidence.predictor import with_predictor  # noqa: E402
 from core.model.scenario import Scenario  # noqa: E402
+from core.plan.compare_request import CompareRequest  # noqa: E402
 from core.plan.deploy import Workload  # noqa: E402
 from core.present.deploy import deploy_view  # noqa: E402
 from core.present.figures import compare_view  # noqa: E402
@@ -54,7 +55,7 @@ def main() -> int:
         plans = len(view.plans)
         cat = with_predictor(load_catalogue(store))
         t = time.perf_counter()
-        compare_view(cat, GPUS, base, max_tpot_s=0.05, max_ttft_s=2.0)
+        compare_view(cat, GPUS, base, CompareRequest(mode="service target"))
         group_s.append(time.perf_counter() - t)
     d, g = min(deploy_s), min(group_s)
     print(f"deployment search, 8 accelerators x DeepSeek-V3 ({plans} plans kept): {d:.2f} s (best of {args.repeat})")

@@ -106,6 +106,7 @@ def _user_error(exc: Exception) -> str | None:
     from core.evidence.probes import ProbeFileError
     from core.model.allocation import AllocationError
     from core.model.scenario import FIELDS, ScenarioError, flag
+    from core.plan.compare_request import RequestError
     from core.store.paths import StoreError
 
     plain = (
@@ -118,6 +119,7 @@ def _user_error(exc: Exception) -> str | None:
         ImportFileError,
         ProbeFileError,
         AllocationError,
+        RequestError,
     )
     if isinstance(exc, plain):
         return str(exc)
@@ -322,21 +324,17 @@ def _scorecard_options(parser: argparse.ArgumentParser) -> None:
 
 def _compare_options(parser: argparse.ArgumentParser) -> None:
     from core.model.scenario import add_cli_arguments
-    from core.plan.purchase import SORT_KEYS
-    from core.plan.targets import BY_KEY as TARGETS_BY_KEY
+    from core.plan.compare_request import add_request_arguments
 
     parser.add_argument("--gpu", action="append", required=True, help="accelerator id; repeatable")
     add_cli_arguments(parser, only=workload_fields())
-    parser.add_argument("--tpot-ms", type=float, help="service target: time per output token <= X ms")
-    parser.add_argument("--ttft-s", type=float, help="service target: time to first token <= Y s")
-    parser.add_argument("--target", choices=list(TARGETS_BY_KEY), help="a preset service target (MLPerf Inference limits, chat, batch)")
+    add_request_arguments(parser)  # the service target and the sort, declared with the page's controls
     _cost_arguments(parser)
     parser.add_argument(
         "--requests-per-s", type=float, help="a load to serve: requests per second (with --input-tokens and --output-tokens)"
     )
     parser.add_argument("--input-tokens", type=int, help="prompt tokens per request (sets the workload's prompt; context = input + output)")
     parser.add_argument("--output-tokens", type=int, help="output tokens per request")
-    parser.add_argument("--sort", choices=list(SORT_KEYS), default="usd_per_million_tokens", help="best first by this column")
     parser.set_defaults(func=cmd_compare)
 
 
@@ -1074,8 +1072,8 @@ def cmd_scorecard(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
+    from core.plan.compare_request import from_cli
     from core.plan.purchase import Load, compare_accelerators
-    from core.plan.targets import BY_KEY as TARGETS_BY_KEY
 
     cat = _catalogue(args)
     own, given = _ownership(args)
@@ -1085,21 +1083,13 @@ def cmd_compare(args: argparse.Namespace) -> dict[str, Any]:
         if any(v is None for v in lengths):
             raise CliError("--requests-per-s, --input-tokens and --output-tokens go together")
         load = Load(requests_per_s=args.requests_per_s, input_tokens=args.input_tokens, output_tokens=args.output_tokens)
-    tpot = args.tpot_ms / 1e3 if args.tpot_ms is not None else None
-    ttft = args.ttft_s
-    target = None
-    if args.target:
-        if tpot is not None or ttft is not None:
-            raise CliError("--target: give a preset or --tpot-ms/--ttft-s, not both")
-        target = TARGETS_BY_KEY[args.target]
-        tpot, ttft = target.tpot_s, target.ttft_s
-    for name, value in (("--tpot-ms", tpot), ("--ttft-s", ttft)):
-        if value is not None and not value > 0:
-            raise CliError(f"{name}: must be > 0, got {value}")
+    request = from_cli(args, own)
+    tpot, ttft = request.limits()
+    target = request.preset
     sc = _workload(args)
     rent, buy = (given, None) if own.mode == "rent" else (None, given)
     table = compare_accelerators(
-        cat, args.gpu, sc, max_tpot_s=tpot, max_ttft_s=ttft, own=own, prices=rent, buy_prices=buy, load=load, sort_by=args.sort
+        cat, args.gpu, sc, max_tpot_s=tpot, max_ttft_s=ttft, own=own, prices=rent, buy_prices=buy, load=load, sort_by=request.sort_by
     )
     return {
         "workload": sc.model_dump(exclude={"gpu", "num_gpus", "usd_per_gpu_hour"}),

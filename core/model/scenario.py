@@ -12,13 +12,14 @@ one column per field and is checked against the same bounds
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from dataclasses import dataclass
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import annotated_types
 import polars as pl
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.fields import FieldInfo
 
 from core.catalogue.specs import PrecisionFields, value_type
@@ -34,6 +35,10 @@ class Param:
     (default: the field's name). `lo`, `hi` and `step` are the control's
     range and step in its own unit where the field's bounds are too wide (or
     open) to slide over; `slider` draws a slider rather than a number box.
+    A field of a fixed set of values (a Literal) shows `labels` (value ->
+    its label, which a link spells) in a select box, or in a row of radio
+    buttons with `radio`; `fmt` is a number box's printf format. The same
+    Param declares a page's request (e.g. core.plan.compare_request).
     """
 
     label: str
@@ -47,6 +52,9 @@ class Param:
     hi: float | None = None
     step: float | None = None
     slider: bool = False
+    labels: Mapping[Any, str] | None = field(default=None, hash=False, compare=False)
+    radio: bool = False
+    fmt: str | None = None
 
 
 class Scenario(PrecisionFields):
@@ -217,24 +225,30 @@ class Scenario(PrecisionFields):
 FIELDS: tuple[str, ...] = tuple(Scenario.model_fields)
 
 
-def param(name: str) -> Param:
-    """The Param of a scenario field."""
-    return next(m for m in Scenario.model_fields[name].metadata if isinstance(m, Param))
+def param(name: str, of: type[BaseModel] = Scenario) -> Param:
+    """The Param of a field of the scenario (or of another type declared the same way, `of`)."""
+    return next(m for m in of.model_fields[name].metadata if isinstance(m, Param))
 
 
-def default(name: str) -> Any:
-    """The default of a scenario field."""
-    return Scenario.model_fields[name].default
+def default(name: str, of: type[BaseModel] = Scenario) -> Any:
+    """The default of a scenario field (or of `of`'s)."""
+    return of.model_fields[name].default
 
 
-def field_type(name: str) -> type:
-    """The Python type of a scenario field, optional or not (str, int, float or bool)."""
-    return value_type(Scenario.model_fields[name])
+def field_type(name: str, of: type[BaseModel] = Scenario) -> type:
+    """The Python type of a scenario field (or of `of`'s), optional or not (str, int, float or bool)."""
+    return value_type(of.model_fields[name])
 
 
-def bounds(name: str) -> tuple[float | None, bool, float | None, bool]:
+def choices(name: str, of: type[BaseModel] = Scenario) -> tuple[Any, ...] | None:
+    """The values a field of a fixed set (a Literal) may take, in their declared order; None for any other field."""
+    annotation = of.model_fields[name].annotation
+    return typing.get_args(annotation) if typing.get_origin(annotation) is typing.Literal else None
+
+
+def bounds(name: str, of: type[BaseModel] = Scenario) -> tuple[float | None, bool, float | None, bool]:
     """(low, low inclusive, high, high inclusive) of a numeric field (None: unbounded)."""
-    info: FieldInfo = Scenario.model_fields[name]
+    info: FieldInfo = of.model_fields[name]
     lo: float | None = None
     hi: float | None = None
     lo_inc = hi_inc = True

@@ -48,16 +48,23 @@ DEFAULT_SOURCES = {
 }
 
 
+#: The bounds of each ownership figure, shared with every control that asks for one (core.plan.compare_request).
+YEARS = Field(gt=0, le=20)
+USD_PER_KWH = Field(ge=0, le=5)
+PUE = Field(ge=1.0, le=5.0)
+UTILIZATION = Field(gt=0, le=1)
+
+
 class Ownership(BaseModel):
     """How GPU-hours are paid for: rent on demand, or buy and amortise (SI-free: years, $/kWh, ratios)."""
 
     model_config = ConfigDict(extra="forbid")
 
     mode: Literal["rent", "buy"] = "rent"
-    years: Annotated[float, Field(gt=0, le=20)] = 6.0
-    usd_per_kwh: Annotated[float, Field(ge=0, le=5)] = 0.081
-    pue: Annotated[float, Field(ge=1.0, le=5.0)] = 1.54
-    utilization: Annotated[float, Field(gt=0, le=1)] = 1.0
+    years: Annotated[float, YEARS] = 6.0
+    usd_per_kwh: Annotated[float, USD_PER_KWH] = 0.081
+    pue: Annotated[float, PUE] = 1.54
+    utilization: Annotated[float, UTILIZATION] = 1.0
     #: which published rent prices a median uses: on-demand instance rates only, or every rent price (core.catalogue.prices.RATES)
     rent_prices: Literal["on-demand", "any"] = "on-demand"
 

@@ -122,14 +122,19 @@ _STRINGS = {
 _INTS = {"num_gpus", "batch", "replicas", "gpus_needed", "scaleup_domain"}
 
 
+#: The bounds of a load's figures, shared with every control that asks for one (core.plan.compare_request).
+REQUESTS_PER_S = Field(gt=0, le=1e7)
+TOKENS = Field(ge=1, le=10_000_000)
+
+
 class Load(BaseModel):
     """A stated load: requests per second, each with its input and output tokens."""
 
     model_config = ConfigDict(extra="forbid")
 
-    requests_per_s: Annotated[float, Field(gt=0, le=1e7)]
-    input_tokens: Annotated[int, Field(ge=1, le=10_000_000)]
-    output_tokens: Annotated[int, Field(ge=1, le=10_000_000)]
+    requests_per_s: Annotated[float, REQUESTS_PER_S]
+    input_tokens: Annotated[int, TOKENS]
+    output_tokens: Annotated[int, TOKENS]
 
 
 def tp_counts(cat: Catalogue, gpu_id: str, counts: Sequence[int] = GPU_COUNTS) -> list[int]:

@@ -27,9 +27,9 @@ from core.model.ceilings import ceiling, ceilings_by_batch, operation_table
 from core.model.result import Ceiling
 from core.model.roofline import SWEEP_BATCHES, decode_matmul_intensity, operating_points, ridge_points, ridge_table, roof_lines
 from core.model.scenario import Scenario
-from core.plan.costs import Ownership
+from core.plan.compare_request import CompareRequest
 from core.plan.planning import frontier, memory_use, step_breakdown, what_ifs, would_fit
-from core.plan.purchase import Load, compare_accelerators, frontier_curves
+from core.plan.purchase import compare_accelerators, frontier_curves
 from core.present.charts import (
     RooflineBackdrop,
     empirical_roofs,
@@ -51,7 +51,7 @@ from core.present.plan_charts import (
 from core.present.readings import comparison_reading, frontier_reading, plain_reading
 from core.present.ridge_charts import decade_ticks, intensity_text, ridge_chart, ridge_precision_chart, with_decode_rule
 from core.present.tables import comparison_display, comparison_table, operations_display, what_if_display
-from core.present.text import duration, plural, si
+from core.present.text import duration, plural, si, sig
 
 Spec = dict[str, Any]
 
@@ -355,7 +355,8 @@ def calculator_view(cat: Catalogue, sc: Scenario, *, frontier_height: int = 380)
 
 @dataclass(frozen=True)
 class CompareView:
-    """The comparison, its display form, its reading, the frontier (two views) and the bar charts (None when nothing qualifies)."""
+    """The comparison, its display form, its reading, the frontier (two views) and the bar charts (None when nothing
+    qualifies), with what it is of in words: the goal, the chart title and the subject line naming each configuration."""
 
     table: pl.DataFrame
     met: int
@@ -365,29 +366,39 @@ class CompareView:
     curves: pl.DataFrame
     frontier: Spec | None  # output tokens/s per GPU against tokens/s per user
     frontier_cost: Spec | None  # $ per million output tokens against tokens/s per user
+    goal: str = ""
+    heading: str = ""  # model, formats, lengths and goal (the page's subheading)
+    subject: str = ""  # the heading and each accelerator's configuration (the report's and the exports' line)
+    headline: tuple[tuple[str, str, str], ...] = ()  # (label, value, help) of the best configuration's figures
+
+    @property
+    def best(self) -> dict[str, Any] | None:
+        """The best configuration's row (None when nothing qualifies)."""
+        return self.table.row(0, named=True) if self.met else None
 
 
 def compare_view(
     cat: Catalogue,
     picked: Sequence[str],
     sc: Scenario,
+    request: CompareRequest | None = None,
     *,
-    max_tpot_s: float | None,
-    max_ttft_s: float | None,
-    own: Ownership | None = None,
     prices: Mapping[str, float] | None = None,
     buy_prices: Mapping[str, float] | None = None,
-    load: Load | None = None,
-    sort_by: str = "usd_per_million_tokens",
-    title: str = "",
-    basis: str = "predicted",
     frontier_size: tuple[int, int] | None = None,
 ) -> CompareView:
-    """The workload on every picked accelerator (core.plan.purchase.compare_accelerators) and its frontier, ready to show
-    (`frontier_size`: the frontiers' plot width and height in px as drawn, where not their own; their labels are placed
-    for it)."""
-    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices, "basis": basis}
-    table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, load=load, sort_by=sort_by, **kw)
+    """The workload on every picked accelerator as `request` asks (core.plan.purchase.compare_accelerators) and its
+    frontier, ready to show (`frontier_size`: the frontiers' plot width and height in px as drawn, where not their own;
+    their labels are placed for it)."""
+    request = request or CompareRequest()
+    max_tpot_s, max_ttft_s = request.limits()
+    own = request.ownership()
+    load = request.load(sc.prompt)
+    model = cat.model(sc.model).name
+    goal = request.goal(sc.batch)
+    title = f"{model} ({sc.weights}, KV {sc.kv}), {goal}"
+    kw: dict[str, Any] = {"own": own, "prices": prices, "buy_prices": buy_prices, "basis": request.basis}
+    table = compare_accelerators(cat, picked, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, load=load, sort_by=request.sort_by, **kw)
     met = int((table["status"] == "ok").sum())
     chart = comparison_bars(table, title=title).to_dict(validate=False) if met else None
     curves = frontier_curves(cat, table, sc, max_tpot_s=max_tpot_s, max_ttft_s=max_ttft_s, **kw)
@@ -402,7 +413,55 @@ def compare_view(
             )
             views[1] = cost.to_dict(validate=False)
     reading = comparison_reading(table) if met else None
-    return CompareView(table, met, reading, comparison_display(table), chart, curves, views[0], views[1])
+    line = f"{model} · weights {sc.weights}, KV {sc.kv} · context {sc.context:,}, prompt {sc.prompt:,} · {goal}"
+    configurations = ", ".join(  # an accelerator on which no configuration qualifies has no count: it said "None × ..."
+        f"{n} × {g}" if n is not None else f"{g} (none qualifies)" for g, n in zip(table["gpu_name"], table["num_gpus"], strict=True)
+    )
+    best = table.row(0, named=True) if met else None
+    return CompareView(
+        table,
+        met,
+        reading,
+        comparison_display(table),
+        chart,
+        curves,
+        views[0],
+        views[1],
+        goal=goal,
+        heading=line,
+        subject=f"{line} · {configurations}",
+        headline=compare_headline(best, request, sc) if best else (),
+    )
+
+
+def compare_headline(best: Mapping[str, Any], request: CompareRequest, sc: Scenario) -> tuple[tuple[str, str, str], ...]:
+    """(label, value, help) of the best configuration's four figures: GPUs x batch, tokens/s per GPU, $ per million output
+    tokens, and the GPUs the load needs (tokens/s per user where no load is asked for)."""
+    usd = best["usd_per_million_tokens"]
+    out = [
+        ("GPUs × batch", f"{best['num_gpus']} × {best['batch']}", best["why"]),
+        ("Tokens/s per GPU", sig(best["tokens_per_s_per_gpu"]), "Output tokens per second per GPU at this configuration."),
+        (
+            "$ per million output tokens",
+            f"${usd:,.3g}" if usd is not None else "—",
+            f"{request.pay}: {best['price_basis']}" if usd is not None else "No price: type one under 'Prices used'.",
+        ),
+    ]
+    if request.load(sc.prompt) is not None:
+        month = f"${best['usd_per_month']:,.0f} per month." if best["usd_per_month"] is not None else "no price."
+        out.append(
+            (
+                "GPUs for the load",
+                f"{best['gpus_needed']:,}" if best["gpus_needed"] is not None else "—",
+                f"{plural(best['replicas'] or 0, 'replica')} of {plural(best['num_gpus'], 'GPU')} for {request.requests_per_s:g} "
+                f"requests/s of {sc.prompt:,} in / {request.output_tokens:,} out tokens; {month}",
+            )
+        )
+    else:
+        out.append(
+            ("Tokens/s per user", sig(best["tokens_per_s_per_user"]), "Output tokens per second each user sees at this configuration.")
+        )
+    return tuple(out)
 
 
 def sweep_frontier(rows: pl.DataFrame, *, max_tpot_s: float | None, title: str, height: int = 420) -> Spec | None:

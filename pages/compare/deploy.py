@@ -16,7 +16,7 @@ from core.plan.deploy import Workload
 from core.present.deploy import ENERGY_BASIS, DeployView, deploy_view
 from core.present.report import Section
 from core.present.text import escape_markdown, plain
-from pages.compare.one_group import typed_prices
+from pages.compare.prices import typed_prices
 from pages.shared.data import HASH_FUNCS
 from pages.shared.params import DEPLOY_MODES, presenting
 from pages.shared.sidebar import report_of_page

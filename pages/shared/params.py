@@ -27,11 +27,9 @@ from typing import Any
 import streamlit as st
 
 from core.catalogue.catalogue import Catalogue, UnknownIdError
-from core.catalogue.prices import RATE_LABELS
 from core.catalogue.reference import METRICS
 from core.model.scenario import FIELDS, Scenario, default, param
-from core.plan.purchase import BASIS_LABELS, SORT_LABELS
-from core.plan.targets import OPTION_LABELS as TARGET_LABELS
+from core.plan.compare_request import link_keys, shown_labels
 from core.present.text import escape_markdown
 
 EVERY = "*"
@@ -44,6 +42,9 @@ COMPARE_VIEWS = {"group": "One scale-up group", "deploy": "Deployments at a requ
 #: the deployments' serving modes, as their picker shows (and a link spells) them
 DEPLOY_MODES = {"aggregated": "Aggregated", "disaggregated": "Disaggregated"}
 AUTO = "auto"  # how the compute picker shows (and a link spells) "the weights' default"
+#: the compare request's link keys (field -> key) and the labels its controls show (key -> value -> label)
+REQUEST_KEYS = link_keys()
+REQUEST_LABELS = shown_labels()
 
 
 @dataclass(frozen=True)
@@ -101,20 +102,8 @@ LINKS: tuple[Link, ...] = (
     Link("dp_max_pool", ("compare",)),
     Link("dp_kwh", ("compare",)),
     Link("dp_pue", ("compare",)),
-    Link("cmp_mode", ("compare",)),
-    Link("cmp_tpot", ("compare",)),
-    Link("cmp_ttft", ("compare",)),
-    Link("cmp_sort", ("compare",), shown=SORT_LABELS),
-    Link("cmp_target", ("compare",), shown=TARGET_LABELS),
-    Link("cmp_basis", ("compare",), shown=BASIS_LABELS),
-    Link("cmp_pay", ("compare",)),
-    Link("cmp_rates", ("compare",), shown=RATE_LABELS),
-    Link("cmp_years", ("compare",)),
-    Link("cmp_kwh", ("compare",)),
-    Link("cmp_pue", ("compare",)),
-    Link("cmp_util", ("compare",)),
-    Link("cmp_rps", ("compare",)),
-    Link("cmp_out", ("compare",)),
+    # the one-group comparison's controls, from their declaration (core.plan.compare_request.CompareRequest)
+    *(Link(key, ("compare",), shown=REQUEST_LABELS.get(key)) for key in REQUEST_KEYS.values()),
     Link("sw_gpus", ("sweep",), picks="accelerator", many=True),
     Link("sw_models", ("sweep",), picks="model", many=True),
     Link("sw_weights", ("sweep",), many=True),

@@ -20,6 +20,7 @@ from core.catalogue.catalogue import load_catalogue
 from core.evidence.importers import parse_file
 from core.model.scenario import Scenario
 from core.model.sweep import scenario_grid, sweep
+from core.plan.compare_request import CompareRequest
 from core.present.charts import export_chart
 from core.present.evidence_charts import ratio_chart
 from core.present.figures import (
@@ -80,7 +81,7 @@ CHARTS: dict[str, tuple[Callable[..., Any], str]] = {
     ),
     "compare frontier": (
         lambda cat, _: (
-            compare_view(cat, EIGHT, MOE.model_copy(update={"model": "llama-3.1-70b"}), max_tpot_s=0.05, max_ttft_s=2.0, title="t").frontier
+            compare_view(cat, EIGHT, MOE.model_copy(update={"model": "llama-3.1-70b"}), CompareRequest(mode="service target")).frontier
         ),
         "page",
     ),

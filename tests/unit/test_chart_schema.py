@@ -18,6 +18,7 @@ from jsonschema import ValidationError
 from core.evidence.importers import parse_file
 from core.model.scenario import Scenario
 from core.model.sweep import scenario_grid, sweep
+from core.plan.compare_request import CompareRequest
 from core.present.figures import (
     calculator_view,
     compare_view,
@@ -70,7 +71,7 @@ def test_calculator_charts_are_valid(cat):
 
 
 def test_compare_and_sweep_charts_are_valid(cat):
-    view = compare_view(cat, ["h100-sxm", "h200-sxm", "mi300x", "l40s"], SC, max_tpot_s=0.05, max_ttft_s=2.0, title="Llama 3.1 70B")
+    view = compare_view(cat, ["h100-sxm", "h200-sxm", "mi300x", "l40s"], SC, CompareRequest(mode="service target"))
     for spec in (view.chart, view.frontier, view.frontier_cost):
         valid(spec)
     rows = sweep(cat, scenario_grid(["h100-sxm", "b200"], ["llama-3.1-70b"], weights=["bf16", "fp8"], batches=[1, 8, 64], num_gpus=[2]))
