@@ -72,7 +72,13 @@ def test_the_load_and_the_ownership_are_cores_types():
 
 @pytest.mark.parametrize(
     ("changes", "field"),
-    [({"target": "nope"}, "target"), ({"sort_by": "price"}, "sort_by"), ({"years": 0}, "years"), ({"pue": 6}, "pue"), ({"max_tpot_s": 0}, "max_tpot_s")],
+    [
+        ({"target": "nope"}, "target"),
+        ({"sort_by": "price"}, "sort_by"),
+        ({"years": 0}, "years"),
+        ({"pue": 6}, "pue"),
+        ({"max_tpot_s": 0}, "max_tpot_s"),
+    ],
 )
 def test_a_value_out_of_its_declaration_is_refused_naming_the_field(changes, field):
     with pytest.raises(ValidationError) as raised:
