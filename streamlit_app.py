@@ -16,7 +16,7 @@ from core.store import StoreError  # noqa: E402
 from pages.shared.data import catalogue  # noqa: E402
 from pages.shared.params import hold_sidebar, note_refused_values, open_link, presenting, restore_sidebar  # noqa: E402
 from pages.shared.sidebar import scenario_sidebar, share_panel, subject_line  # noqa: E402
-from pages.shared.ui import chip_rows, presentation_frame  # noqa: E402
+from pages.shared.streamlit_private import chip_rows, presentation_frame  # noqa: E402
 
 # The favicon ships with the app (sent to the browser inline): a ":material/..." page icon
 # is fetched from a font server on the internet, which an offline machine cannot reach.

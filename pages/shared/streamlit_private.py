@@ -177,3 +177,17 @@ PRESENT_CSS = """<style>
 [data-testid="stMainBlockContainer"] { padding-top: 3.75rem; padding-bottom: 2rem; }
 [data-testid="stMain"] h1 { padding-top: 0; padding-bottom: 0.5rem; }
 </style>"""
+
+
+def chip_rows() -> None:
+    """Every multiselect shows all its chips, wrapped onto as many lines as they need (CHIP_ROWS_CSS); once per run."""
+    import streamlit as st
+
+    st.html(CHIP_ROWS_CSS)
+
+
+def presentation_frame() -> None:
+    """Presentation mode's frame (PRESENT_CSS); once per run, in presentation mode only."""
+    import streamlit as st
+
+    st.html(PRESENT_CSS)

@@ -20,7 +20,7 @@ from core.present.text import DASH, duration, escape_markdown, plural, si
 from core.settings import settings
 from pages.shared.data import HASH_FUNCS, catalogue
 from pages.shared.params import scenario
-from pages.shared.streamlit_private import CHIP_ROWS_CSS, PRESENT_CSS, arrow_bytes
+from pages.shared.streamlit_private import arrow_bytes
 
 
 def _slug(name: str) -> str:
@@ -317,15 +317,5 @@ def _arrow_table(frame: pl.DataFrame) -> pa.Table:
     return frame.to_arrow(compat_level=pl.CompatLevel.oldest())
 
 
-def chip_rows() -> None:
-    """Every multiselect shows all its chips, wrapped onto as many lines as they need (CHIP_ROWS_CSS); once per run."""
-    st.html(CHIP_ROWS_CSS)
-
-
 #: The screen presentation mode is laid out for (px): a projector's 1280 x 800.
 PRESENT_SCREEN = (1280, 800)
-
-
-def presentation_frame() -> None:
-    """Presentation mode's frame (PRESENT_CSS); once per run, in presentation mode only."""
-    st.html(PRESENT_CSS)
